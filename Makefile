@@ -1,0 +1,102 @@
+# divan — build, test, bench. See README.md.
+#
+#   make                       build ./divan (installs missing deps first)
+#   make run                   start the server on the embedded default
+#   make test                  every test; ends with "N passed, N failed"
+#   make SANITIZE=address,undefined test   the same under sanitizers
+#   make CC=clang              build with clang (gcc is the default)
+#   make bench                 benchmarks
+#   make fuzz FUZZ_SECONDS=600 run each libFuzzer target that long
+#   make format / make clean
+
+CC       ?= cc
+SANITIZE ?=
+OPT      ?= -O2
+comma    := ,
+TAG      := $(notdir $(CC))$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
+BUILD    := build/$(TAG)
+PKGS     := rocksdb libmicrohttpd
+
+# Recursive (=) on purpose: pkg-config runs at recipe time, after deps.sh.
+CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+             -fno-omit-frame-pointer -Isrc -Itest -MMD -MP \
+             $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) $(CFLAGS)
+LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) -lpthread -lm $(LDLIBS)
+LDFLAGS_ALL = $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
+
+LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*/*.c))
+TEST_SRC  := $(wildcard test/*.c test/*/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
+BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+FUZZ_DIR  := build/fuzz
+FUZZERS   := $(FUZZ_SRC:test/fuzz/%.c=$(FUZZ_DIR)/%)
+DEPS_OK   := build/.deps-ok
+
+FUZZ_SECONDS ?= 20
+
+.PHONY: all run test bench fuzz fuzzers deps format clean
+
+all: divan
+
+divan: $(BUILD)/divan
+	@cp $< $@
+
+$(DEPS_OK): scripts/deps.sh test/node/package.json
+	@bash scripts/deps.sh
+	@mkdir -p $(@D) && touch $@
+
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/libdivan.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/divan: $(BUILD)/src/main.o $(BUILD)/libdivan.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libdivan.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libdivan.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+# libFuzzer targets: always clang, with ASan and UBSan, over the library
+# sources compiled in (no separate archive, so coverage reaches them).
+FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
+$(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/%,$(LIB_SRC)) -lm
+
+fuzzers: $(FUZZERS)
+
+fuzz: $(FUZZERS)
+	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p build/corpus/$$n; \
+	  echo "== $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/corpus/$$n test/fuzz/seeds/$$n || exit 1; done
+
+test: divan $(BUILD)/test_runner $(FUZZERS)
+	@DV_BUILD=$(BUILD) DV_FUZZ_DIR=$(FUZZ_DIR) $(BUILD)/test_runner $(TEST_ARGS)
+
+bench: divan $(BENCHES)
+	@for b in $(BENCHES); do echo "== $$(basename $$b)"; $$b || exit 1; done
+
+run: divan
+	./divan serve
+
+format:
+	clang-format -i $(wildcard src/*/*.[ch] src/*.c test/*.[ch] test/*/*.[ch] bench/*.c)
+
+clean:
+	rm -rf build divan
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%.d)

@@ -1,0 +1,75 @@
+/* err.h — divan's one error table.
+ *
+ * Every function that can fail returns an int: 0 is success, a negative
+ * value is one of the codes below (libuv's UV_E* style). The table maps each
+ * code once to its HTTP status and CouchDB {"error","reason"} pair, so the
+ * HTTP layer never invents a status of its own.
+ *
+ * KV errors carry FoundationDB's own numbers, negated (not_committed is
+ * FDB error 1020, so DV_ENOT_COMMITTED is -1020): the fdb backend maps
+ * libfdb_c errors onto them without a lookup table, and logs read the same
+ * on both backends. Divan's own codes live from -3000 down (general,
+ * codecs) and from -4000 down (CouchDB semantics), away from FDB's ranges.
+ *
+ * This file is not a logging facility and holds no state.
+ */
+#ifndef DV_ERR_H
+#define DV_ERR_H
+
+/*  X(NAME, code, http, couch_error, reason, class)
+ *  class: 0 = plain error, 1 = retryable (kv_on_error retries it),
+ *         2 = retryable and "maybe committed" (commit_unknown_result). */
+#define DV_ERR_MAP(X)                                                          \
+  /* general */                                                                \
+  X(NOMEM,        -3001, 500, "internal_server_error", "Out of memory.", 0)   \
+  X(INVAL,        -3002, 400, "bad_request", "Invalid argument.", 0)          \
+  X(IO,           -3003, 500, "internal_server_error", "I/O error.", 0)       \
+  X(RANGE,        -3004, 400, "bad_request", "Value out of range.", 0)        \
+  X(CORRUPT,      -3005, 500, "internal_server_error", "Stored data is corrupt.", 0) \
+  X(LOCKED,       -3006, 500, "internal_server_error", "Data directory is in use by another process.", 0) \
+  X(INTERNAL,     -3007, 500, "internal_server_error", "Internal error.", 0)  \
+  X(EOF_,         -3008, 400, "bad_request", "Unexpected end of input.", 0)   \
+  X(NOTSUP,       -3009, 501, "not_implemented", "Not implemented.", 0)       \
+  /* codecs */                                                                 \
+  X(TUPLE,        -3101, 500, "internal_server_error", "Malformed tuple encoding.", 0) \
+  X(JSON,         -3201, 400, "bad_request", "invalid UTF-8 JSON", 0)        \
+  X(JSON_DEPTH,   -3202, 400, "bad_request", "JSON nesting too deep.", 0)     \
+  X(JSON_SIZE,    -3203, 413, "too_large", "JSON value too large.", 0)        \
+  /* kv: FoundationDB's numbers, negated */                                    \
+  X(TXN_TOO_OLD,        -1007, 503, "service_unavailable", "Transaction too old.", 1) \
+  X(FUTURE_VERSION,     -1009, 503, "service_unavailable", "Future version.", 1) \
+  X(NOT_COMMITTED,      -1020, 409, "conflict", "Transaction not committed due to conflict.", 1) \
+  X(COMMIT_UNKNOWN,     -1021, 503, "service_unavailable", "Commit result unknown.", 2) \
+  X(CANCELLED,          -1025, 500, "internal_server_error", "Operation cancelled.", 0) \
+  X(TIMED_OUT,          -1031, 503, "timeout", "Operation timed out.", 0) \
+  X(ACCESSED_UNREADABLE,-1036, 500, "internal_server_error", "Read of a versionstamped key inside its own transaction.", 0) \
+  X(USED_DURING_COMMIT, -2017, 500, "internal_server_error", "Transaction used during commit.", 0) \
+  X(KEY_OUTSIDE_LEGAL,  -2004, 500, "internal_server_error", "Key outside legal range.", 0) \
+  X(INVERTED_RANGE,     -2005, 500, "internal_server_error", "Range begin is after its end.", 0) \
+  X(INVALID_MUTATION,   -2018, 500, "internal_server_error", "Invalid mutation type.", 0) \
+  X(TXN_TOO_LARGE,      -2101, 413, "too_large", "Transaction exceeds byte limit.", 0) \
+  X(KEY_TOO_LARGE,      -2102, 413, "too_large", "Key length exceeds limit.", 0) \
+  X(VALUE_TOO_LARGE,    -2103, 413, "too_large", "Value length exceeds limit.", 0)
+
+enum {
+#define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),
+  DV_ERR_MAP(DV_ERR_ENUM)
+#undef DV_ERR_ENUM
+};
+
+/* Name of a code ("NOT_COMMITTED"), or "UNKNOWN". Never NULL. */
+const char *dv_err_name(int rc);
+/* Human reason text for a code. Never NULL. */
+const char *dv_strerror(int rc);
+/* HTTP status for a code (500 for an unknown one). */
+int dv_err_http(int rc);
+/* CouchDB "error" member for a code. Never NULL. */
+const char *dv_err_couch(int rc);
+/* 1 if a KV layer should retry after this error (FDB's on_error). */
+int dv_err_retryable(int rc);
+/* 1 if the error leaves it unknown whether the commit happened. */
+int dv_err_maybe_committed(int rc);
+
+#define DV_MUST_CHECK __attribute__((warn_unused_result))
+
+#endif

@@ -1,0 +1,2 @@
+/* The kv layer's tests: X(name, timeout_seconds). */
+#define KV_TESTS(X)

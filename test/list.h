@@ -1,0 +1,7 @@
+/* list.h — every test, one list per layer (each layer's tests.h). */
+#include "util/tests.h"
+#include "tuple/tests.h"
+#include "json/tests.h"
+#include "kv/tests.h"
+
+#define TEST_LIST(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X)

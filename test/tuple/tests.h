@@ -1,0 +1,2 @@
+/* The tuple layer's tests: X(name, timeout_seconds). */
+#define TUPLE_TESTS(X)

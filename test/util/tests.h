@@ -1,0 +1,5 @@
+/* The util layer's tests: X(name, timeout_seconds). */
+#define UTIL_TESTS(X) \
+  X(err_table, 5) \
+  X(buf_grow, 5) \
+  X(alloc_fail, 5)
