@@ -1,0 +1,277 @@
+/* kv.h — the transactional key-value contract every layer above kv/ uses.
+ *
+ * divan stores everything through this one interface, which has
+ * FoundationDB's semantics so that the same layer runs on the embedded
+ * engine (kv/rocks.c: RocksDB under divan's own commit pipeline) and on a
+ * FoundationDB cluster (kv/fdb.c). Nothing above kv/ knows which backend
+ * runs. This header is the manual; ../shared/DESIGN.md "The KV contract"
+ * is the design it implements.
+ *
+ * Semantics (FoundationDB's):
+ * - Strictly serializable optimistic transactions. A transaction reads a
+ *   consistent snapshot at its read version. Its commit fails with
+ *   DV_ENOT_COMMITTED if any key or range it read (other than snapshot
+ *   reads) was written by a transaction that committed after its read
+ *   version — including one committed earlier in the same group-commit
+ *   batch. A range read that stops early (limit, or an iterator closed
+ *   early) conflicts only up to the last key it returned.
+ * - Read-your-writes: every read sees the transaction's own sets, clears,
+ *   clear_ranges and atomic ops, in the order they were made — except keys
+ *   written with a versionstamp: a read that may touch such a key fails
+ *   with DV_EACCESSED_UNREADABLE (FDB error 1036).
+ * - Limits (enforced by every backend, errors as FDB's): key <= 10,000
+ *   bytes (DV_EKEY_TOO_LARGE), value <= 100,000 bytes
+ *   (DV_EVALUE_TOO_LARGE), mutations plus conflict ranges <= 10,000,000
+ *   bytes per transaction (DV_ETXN_TOO_LARGE, at commit), 5 seconds from
+ *   the read version (DV_ETXN_TOO_OLD, retryable). Keys starting with
+ *   0xFF are the system keyspace: only KV_METADATA_VERSION_KEY is legal
+ *   there (DV_EKEY_OUTSIDE_LEGAL otherwise).
+ * - Error classes (util/err.h): retryable (not_committed,
+ *   transaction_too_old, future_version, commit_unknown_result — the last
+ *   one means "maybe committed"); fatal (too large, timed out, cancelled).
+ *   kv_on_error() decides, kv_run() loops.
+ * - A failed transaction is unusable until kv_txn_reset(), as LMDB's
+ *   MDB_TXN_ERROR: every call returns the stored error.
+ *
+ * Versions and versionstamps: a commit version is a 64-bit integer that
+ * strictly increases; the 10-byte versionstamp of a committed transaction
+ * is its commit version (8 bytes big-endian) followed by its order inside
+ * the commit batch (2 bytes big-endian), so stamps strictly increase in
+ * commit order. set_versionstamped_key/value take FDB's format: the
+ * key (or value) holds a 10-byte placeholder somewhere and ends with a
+ * 4-byte little-endian offset of that placeholder; at commit the
+ * placeholder is replaced by the stamp and the 4 bytes are dropped.
+ *
+ * Memory: everything a read returns is borrowed (STYLE.md, LMDB's MDB_val):
+ * kv_get values and kv_get_range arrays stay valid until the transaction is
+ * reset or destroyed; an iterator's current pair only until the next
+ * kv_iter_next/kv_iter_free. Copy what must outlive that.
+ *
+ * Threads: a kv_db is shared by all threads. A kv_txn is used by one thread
+ * at a time. Commit completion callbacks and watch callbacks run on the
+ * backend's own thread: they must not block, and may not call back into
+ * the same transaction except to read its committed version/stamp.
+ */
+#ifndef DV_KV_H
+#define DV_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+typedef struct kv_db kv_db;       /* an open store, shared by threads */
+typedef struct kv_txn kv_txn;     /* one transaction, one thread at a time */
+typedef struct kv_iter kv_iter;   /* a range read in progress */
+typedef struct kv_watch kv_watch; /* a registered watch */
+
+/* FoundationDB's limits. */
+#define KV_MAX_KEY 10000
+#define KV_MAX_VALUE 100000
+#define KV_MAX_TXN_BYTES 10000000
+#define KV_MAX_TXN_AGE_MS 5000
+#define KV_STAMP_LEN 10
+
+/* The one legal system key: a 10-byte versionstamp value, bumped with
+ * kv_set_versionstamped_value(txn, KV_METADATA_VERSION_KEY, 14 zero bytes)
+ * to tell every process that cached metadata changed (FDB's own key). */
+#define KV_METADATA_VERSION_KEY "\xff/metadataVersion"
+#define KV_METADATA_VERSION_KEY_LEN 18
+
+/* ---- opening ---------------------------------------------------------- */
+
+typedef struct kv_rocks_opts {
+  size_t block_cache_mb;   /* RocksDB block cache; 0 = default (256) */
+  size_t memtable_mb;      /* write buffer size; 0 = default (64) */
+  int no_sync;             /* 1: skip fsync of the WAL (tests of speed only) */
+  int create_if_missing;   /* 1: create the directory and store */
+} kv_rocks_opts;
+
+/* Open (creating if asked) the embedded store in directory `path`. Only one
+ * process may hold a directory: a second gets DV_ELOCKED. Options may be
+ * NULL for defaults (create_if_missing = 1). Returns 0 and *out_db, or
+ * DV_EIO / DV_ELOCKED / DV_ENOMEM / DV_ECORRUPT. */
+int kv_open_rocks(const char *path, const kv_rocks_opts *opts, kv_db **out_db) DV_MUST_CHECK;
+
+/* Close a store: waits for commits in flight, fails outstanding watches
+ * with DV_ECANCELLED. All transactions must be destroyed first. NULL is a
+ * no-op. */
+void kv_close(kv_db *db);
+
+/* The store's current committed version (the newest a new transaction
+ * would read at). */
+int64_t kv_db_version(kv_db *db);
+
+/* Backend name ("rocks", "fdb", "fault(rocks)"), for logs and /_node. */
+const char *kv_db_backend(kv_db *db);
+
+/* ---- transactions ------------------------------------------------------ */
+
+/* Create a transaction. Its read version is taken lazily at the first read
+ * (or kv_get_read_version). Returns 0 / DV_ENOMEM. */
+int kv_txn_begin(kv_db *db, kv_txn **out_txn) DV_MUST_CHECK;
+
+/* Forget everything the transaction did: reads, writes, error state, read
+ * version. Borrowed values become invalid. */
+void kv_txn_reset(kv_txn *txn);
+
+/* Destroy a transaction (after its commit completed, if one was started).
+ * NULL is a no-op. */
+void kv_txn_destroy(kv_txn *txn);
+
+/* The read version, taking one now if none was taken yet. */
+int kv_get_read_version(kv_txn *txn, int64_t *out_version) DV_MUST_CHECK;
+
+/* ---- reads ------------------------------------------------------------- */
+
+enum {
+  KV_SNAPSHOT = 1 << 0, /* no read conflict for this read */
+  KV_REVERSE = 1 << 1,  /* range: return keys in descending order */
+};
+
+/* Point read. On success *out_found is 1 with *out_val and *out_len set
+ * (borrowed until reset/destroy), or 0 when the key is absent.
+ * flags: KV_SNAPSHOT. Errors: DV_EKEY_TOO_LARGE, DV_EKEY_OUTSIDE_LEGAL,
+ * DV_ETXN_TOO_OLD, DV_EACCESSED_UNREADABLE, DV_EIO. */
+int kv_get(kv_txn *txn, const void *key, size_t key_len, int flags, const uint8_t **out_val,
+           size_t *out_len, int *out_found) DV_MUST_CHECK;
+
+typedef struct kv_pair {
+  const uint8_t *key; /* borrowed */
+  size_t key_len;
+  const uint8_t *val; /* borrowed */
+  size_t val_len;
+} kv_pair;
+
+/* Start a range read of keys in [begin, end). limit 0 = no limit. flags:
+ * KV_SNAPSHOT, KV_REVERSE. The iterator streams: the backend fetches in
+ * batches, merges in the transaction's own writes, and adds the read
+ * conflict range when the iterator is freed — [begin, end) if it reached
+ * the end, or only up to the last key returned if it stopped early. */
+int kv_iter_begin(kv_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                  int limit, int flags, kv_iter **out_iter) DV_MUST_CHECK;
+
+/* Next pair: returns 1 with *out set (valid until the next call), 0 at the
+ * end of the range or limit, or a negative error (the transaction is then
+ * failed as well). */
+int kv_iter_next(kv_iter *it, kv_pair *out) DV_MUST_CHECK;
+
+/* Finish a range read (records its read conflict range). NULL is a no-op. */
+void kv_iter_free(kv_iter *it);
+
+/* Convenience: read up to `limit` pairs of [begin, end) into an array owned
+ * by the transaction (valid until reset/destroy). *out_more is 1 when the
+ * limit stopped the read before the end of the range. */
+int kv_get_range(kv_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                 int limit, int flags, kv_pair **out_pairs, int *out_count, int *out_more) DV_MUST_CHECK;
+
+/* ---- writes ------------------------------------------------------------ */
+
+/* Writes are buffered in the transaction and applied atomically at commit.
+ * Errors at call time: DV_EKEY_TOO_LARGE, DV_EVALUE_TOO_LARGE,
+ * DV_EKEY_OUTSIDE_LEGAL, DV_EINVERTED_RANGE, DV_ENOMEM; the transaction
+ * is then failed. */
+int kv_set(kv_txn *txn, const void *key, size_t key_len, const void *val, size_t val_len) DV_MUST_CHECK;
+int kv_clear(kv_txn *txn, const void *key, size_t key_len) DV_MUST_CHECK;
+int kv_clear_range(kv_txn *txn, const void *begin, size_t begin_len, const void *end,
+                   size_t end_len) DV_MUST_CHECK;
+
+typedef enum kv_atomic_op {
+  KV_ADD = 2,      /* little-endian integer addition (FDB ADD), any width */
+  KV_MAX = 12,     /* keep the larger, compared as unsigned little-endian */
+  KV_MIN = 13,     /* keep the smaller; param is stored when the key is absent */
+  KV_BYTE_MIN = 15,/* keep the lexicographically smaller byte string */
+  KV_BYTE_MAX = 16,/* keep the lexicographically larger byte string */
+} kv_atomic_op;
+
+/* Atomic read-modify-write without a read conflict, FDB semantics: the
+ * existing value is zero-extended or truncated to the param's length
+ * first; an absent key counts as zeros (for MIN: param is stored). */
+int kv_atomic(kv_txn *txn, kv_atomic_op op, const void *key, size_t key_len, const void *param,
+              size_t param_len) DV_MUST_CHECK;
+
+/* Set a key whose bytes contain a 10-byte placeholder for the commit's
+ * versionstamp: `key` ends with a 4-byte little-endian offset of the
+ * placeholder (FDB API >= 520). The key (without the suffix) must respect
+ * KV_MAX_KEY. DV_EINVAL if the offset does not fit. */
+int kv_set_versionstamped_key(kv_txn *txn, const void *key, size_t key_len, const void *val,
+                              size_t val_len) DV_MUST_CHECK;
+
+/* Set a value with a versionstamp placeholder, same suffix format. */
+int kv_set_versionstamped_value(kv_txn *txn, const void *key, size_t key_len, const void *val,
+                                size_t val_len) DV_MUST_CHECK;
+
+enum { KV_CONFLICT_READ = 0, KV_CONFLICT_WRITE = 1 };
+
+/* Add an explicit conflict range [begin, end), read or write. */
+int kv_add_conflict_range(kv_txn *txn, const void *begin, size_t begin_len, const void *end,
+                          size_t end_len, int type) DV_MUST_CHECK;
+
+/* ---- commit ------------------------------------------------------------ */
+
+/* Completion of an asynchronous commit: rc is 0 or a DV_E* error. Runs on
+ * the backend's thread; must not block. */
+typedef void (*kv_commit_cb)(kv_txn *txn, int rc, void *arg);
+
+/* Start committing. The callback runs exactly once (possibly before this
+ * returns, e.g. for a read-only transaction or an error found at once).
+ * While the commit is in flight the transaction must not be used.
+ * A commit is acknowledged (rc 0) only when it is durable. */
+void kv_commit_async(kv_txn *txn, kv_commit_cb cb, void *arg);
+
+/* Blocking commit. Returns 0 or an error. */
+int kv_commit(kv_txn *txn) DV_MUST_CHECK;
+
+/* After a successful commit: its commit version (-1 for a read-only
+ * transaction) and its 10-byte versionstamp. DV_EINVAL before commit or
+ * for a transaction that wrote nothing. */
+int kv_get_committed_version(kv_txn *txn, int64_t *out_version) DV_MUST_CHECK;
+int kv_get_versionstamp(kv_txn *txn, uint8_t out_stamp[KV_STAMP_LEN]) DV_MUST_CHECK;
+
+/* FDB's on_error: if rc is retryable, sleep a jittered backoff that grows
+ * with each retry, reset the transaction and return 0 (retry it);
+ * otherwise, or past the retry limit, return rc. */
+int kv_on_error(kv_txn *txn, int rc) DV_MUST_CHECK;
+
+/* Delay (milliseconds) kv_on_error would sleep for this transaction's next
+ * retry, for callers that cannot sleep (they reset and requeue
+ * themselves); -1 when rc is not retryable or the limit is reached. */
+int kv_retry_delay_ms(kv_txn *txn, int rc);
+
+/* Retry loop: run fn(txn, arg) then commit, again and again on retryable
+ * errors (kv_on_error), until success or a fatal error. fn must be safe to
+ * run more than once; it returns 0 to commit or an error to abort. */
+typedef int (*kv_txn_fn)(kv_txn *txn, void *arg);
+int kv_run(kv_db *db, kv_txn_fn fn, void *arg) DV_MUST_CHECK;
+
+/* Transaction options. */
+int kv_set_retry_limit(kv_txn *txn, int limit);   /* default 100; -1 = none */
+int kv_set_timeout_ms(kv_txn *txn, int ms);       /* 0 = none; then DV_ETIMED_OUT */
+
+/* ---- watches ----------------------------------------------------------- */
+
+/* Called once: rc 0 when the key's value changed, or DV_ECANCELLED /
+ * another error. Runs on the backend's thread; must not block. */
+typedef void (*kv_watch_cb)(void *arg, int rc);
+
+/* Watch a key: the watch is registered when the transaction commits (as
+ * in FDB, a read-only transaction commits trivially) and fires when the
+ * key's value differs from the value the transaction saw (its own write, or
+ * the value at its read version) — at once if it already differs, so no
+ * wake-up is lost between a read and the watch. The returned handle stays
+ * valid until kv_watch_free. */
+int kv_watch_add(kv_txn *txn, const void *key, size_t key_len, kv_watch_cb cb, void *arg,
+             kv_watch **out_watch) DV_MUST_CHECK;
+
+/* Cancel (if it has not fired, cb runs with DV_ECANCELLED) and free. The
+ * callback has finished running when this returns. NULL is a no-op. */
+void kv_watch_free(kv_watch *w);
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* FDB's strinc: the first key that is not prefixed by `key` (strip trailing
+ * 0xFF bytes, increment the last byte). Writes into out (capacity
+ * key_len) and returns the new length, or DV_EINVAL for "" or all 0xFF. */
+int kv_strinc(const void *key, size_t key_len, uint8_t *out, size_t *out_len);
+
+#endif

@@ -1,0 +1,1451 @@
+/* rocks.c — the embedded backend: RocksDB under an FDB-style commit pipeline.
+ *
+ * RocksDB stores the bytes; this file supplies what FoundationDB's proxies
+ * and resolvers do (../shared/DESIGN.md "Embedded backend"). It is the only
+ * file that includes rocksdb/c.h.
+ *
+ * Data flow of a commit:
+ *
+ *   client thread                     committer thread (one per store)
+ *   -------------                     ---------------------------------
+ *   reads at snapshot S(rv) + own     take every queued commit (a batch)
+ *   write set (wset.h, RYW)           version = last + 1
+ *   kv_commit_async: enqueue ───────► for each, IN ORDER:
+ *                                       too old? (rv below history floor,
+ *                                         or read version older than 5 s)
+ *                                       read ranges ∩ writes of batches
+ *                                         newer than rv, or of commits
+ *                                         accepted earlier in this batch
+ *                                         → not_committed
+ *                                       else accept: order = n++, replay
+ *                                         its writes into the batch overlay
+ *                                         (another wset), stamping
+ *                                         versionstamped keys and values
+ *                                     overlay → ONE WriteBatch (atomic ops
+ *                                       computed against the stored base,
+ *                                       small clear_ranges as point deletes,
+ *                                       large ones as range tombstones) +
+ *                                       the version counter, ONE synced write
+ *                                     publish {version, snapshot} as a pair
+ *                                     register watches of these commits
+ *                                     acknowledge (callbacks) ◄── durable
+ *                                     fire watches whose key changed
+ *                                     keep the batch's write ranges in the
+ *                                       history for 5 s
+ *
+ * Keys: user keys as given; the one system key \xff/metadataVersion as
+ * given; the persisted commit version at "\xff\xff/version" (8 bytes big
+ * endian), outside every range a caller can read.
+ *
+ * A versionstamp is the batch's version (8 bytes BE) and the commit's order
+ * in the batch (2 bytes BE). Versions survive restarts (the counter is
+ * written in the same WriteBatch as the data), so stamps never repeat.
+ *
+ * Known simplifications: versionstamped keys are applied after the rest of
+ * their transaction's writes (a clear_range issued after one in the same
+ * transaction does not remove it); conflict checks inside one batch are
+ * linear in the number of ranges accepted so far.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kv/kv_int.h"
+#include "kv/wset.h"
+#include "util/alloc.h"
+#include "util/buf.h"
+
+#define VERSION_KEY "\xff\xff/version"
+#define VERSION_KEY_LEN 10
+#define MAX_BATCH_TXNS 8192
+#define MAX_BATCH_BYTES (64u << 20)
+#define SMALL_CLEAR_KEYS 64
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- structures ---------------------------------------------------------- */
+
+/* A published read point: a version and the RocksDB snapshot that holds
+ * exactly the commits up to it. */
+typedef struct snap {
+  int64_t version;                 /* commit version */
+  const rocksdb_snapshot_t *s;     /* RocksDB snapshot */
+  int64_t time_ms;                 /* when it was published */
+  _Atomic int refs;                /* transactions using it + 1 if current */
+} snap;
+
+/* A key range [b, e) whose bytes live at offsets in a dv_buf. */
+typedef struct range {
+  size_t b, bl;                    /* begin offset, length */
+  size_t e, el;                    /* end offset, length */
+} range;
+
+/* Write ranges of one committed batch, sorted and merged. */
+typedef struct hist {
+  struct hist *next;               /* newer batch */
+  int64_t version;                 /* its commit version */
+  int64_t time_ms;                 /* when it committed */
+  dv_buf bytes;                    /* range bytes */
+  range *r;                        /* ranges, sorted by begin, disjoint */
+  size_t n;                        /* number of ranges */
+} hist;
+
+typedef struct vskey {
+  struct vskey *next;              /* next, in call order */
+  const uint8_t *key;              /* key with placeholder, no suffix */
+  size_t kl;                       /* its length */
+  size_t off;                      /* placeholder offset */
+  const uint8_t *val;              /* value */
+  size_t vl;
+} vskey;
+
+enum { W_PENDING, W_ACTIVE, W_FIRING, W_DONE, W_CANCELLED };
+
+typedef struct rwatch {
+  kv_watch base;                   /* must be first */
+  struct rdb *db;                  /* store */
+  uint8_t *key;                    /* watched key */
+  size_t kl;
+  uint8_t *val;                    /* value the transaction saw */
+  size_t vl;
+  int present;                     /* 1 if that value existed */
+  kv_watch_cb cb;                  /* callback */
+  void *arg;
+  int state;                       /* W_* (under db->w_mu) */
+  int refs;                        /* handle + list membership (under w_mu) */
+  struct rwatch *next, *prev;      /* db's active list */
+  struct rwatch *tnext;            /* transaction's pending list */
+} rwatch;
+
+typedef struct rdb {
+  kv_db base;                      /* must be first */
+  rocksdb_t *db;                   /* the store */
+  rocksdb_options_t *opts;
+  rocksdb_block_based_table_options_t *bbto;
+  rocksdb_cache_t *cache;
+  rocksdb_writeoptions_t *wo;      /* synced unless no_sync */
+  rocksdb_readoptions_t *ro_latest;/* committer reads of the newest state */
+  int lock_fd;                     /* flock on <dir>/divan.lock */
+
+  pthread_mutex_t snap_mu;         /* guards cur */
+  snap *cur;                       /* published {version, snapshot} */
+
+  pthread_mutex_t q_mu;            /* guards the queue and stop */
+  pthread_cond_t q_cv;
+  struct rtxn *q_head, *q_tail;    /* commits waiting for the committer */
+  int stop;                        /* close requested */
+  pthread_t committer;
+
+  /* committer-owned */
+  int64_t version;                 /* last durable commit version */
+  hist *h_old, *h_new;             /* history, oldest first */
+  int64_t h_floor;                 /* reads older than this are too old */
+  ws overlay;                      /* the batch's combined writes */
+  dv_buf bw;                       /* this batch's write ranges (bytes) */
+  range *bw_r;                     /* … and ranges */
+  size_t bw_n, bw_cap;
+
+  pthread_mutex_t w_mu;            /* guards watches */
+  pthread_cond_t w_cv;             /* a firing callback finished */
+  rwatch *watches;                 /* active watches */
+} rdb;
+
+typedef struct rtxn {
+  kv_txn base;                     /* must be first */
+  rdb *db;
+  snap *snap;                      /* read point; NULL until first read */
+  int64_t rv_ms;                   /* when the read version was taken */
+  rocksdb_readoptions_t *ro;       /* reads at snap */
+  int64_t start_ms;                /* for the timeout option */
+  int timeout_ms;                  /* 0 = none */
+  ws w;                            /* own writes */
+  int has_writes;                  /* any mutation or write conflict */
+  vskey *vs_head, *vs_tail;        /* versionstamped keys */
+  dv_buf cb_bytes;                 /* conflict range bytes */
+  range *reads;                    /* read conflict ranges */
+  size_t nreads, capreads;
+  range *wconf;                    /* explicit write conflict ranges */
+  size_t nwconf, capwconf;
+  rwatch *pending;                 /* watches to register at commit */
+  /* commit */
+  kv_commit_cb cb;
+  void *cb_arg;
+  struct rtxn *q_next;             /* queue link */
+  int result;                      /* commit result (committer) */
+  int committed;                   /* 1 after a successful commit */
+  int64_t committed_version;       /* -1 for read-only */
+  uint16_t order;                  /* position in the batch */
+  size_t qbytes;                   /* size estimate for batching */
+} rtxn;
+
+typedef struct riter {
+  kv_iter base;                    /* must be first */
+  rtxn *t;
+  rocksdb_iterator_t *ri;          /* over the snapshot, bounded */
+  uint8_t *b, *e;                  /* range copies (bounds for ri) */
+  size_t bl, el;
+  int reverse, snapshot, limit;
+  int returned;                    /* pairs returned */
+  int done;                        /* range exhausted */
+  int ri_step;                     /* move ri before looking at it again */
+  ws_node *wn;                     /* next write-set node to merge */
+  dv_buf last;                     /* last key returned */
+  dv_buf scratch;                  /* computed values */
+} riter;
+
+static const kv_methods rocks_methods;
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+static void snap_unref(rdb *d, snap *s) {
+  if (!s) return;
+  if (atomic_fetch_sub(&s->refs, 1) == 1) {
+    rocksdb_release_snapshot(d->db, s->s);
+    dv_free(s);
+  }
+}
+
+static snap *snap_acquire(rdb *d) {
+  pthread_mutex_lock(&d->snap_mu);
+  snap *s = d->cur;
+  atomic_fetch_add(&s->refs, 1);
+  pthread_mutex_unlock(&d->snap_mu);
+  return s;
+}
+
+static int publish(rdb *d, int64_t version) {
+  snap *s = dv_malloc(sizeof *s);
+  if (!s) return DV_ENOMEM;
+  s->version = version;
+  s->s = rocksdb_create_snapshot(d->db);
+  s->time_ms = now_ms();
+  atomic_init(&s->refs, 1);
+  pthread_mutex_lock(&d->snap_mu);
+  snap *old = d->cur;
+  d->cur = s;
+  pthread_mutex_unlock(&d->snap_mu);
+  snap_unref(d, old);
+  return 0;
+}
+
+/* ---- ranges ------------------------------------------------------------- */
+
+static int cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
+  return ws_keycmp(a, al, b, bl);
+}
+
+/* Append [b, e) to a range array whose bytes live in `bytes`. */
+static int range_push(dv_buf *bytes, range **arr, size_t *n, size_t *cap, const uint8_t *b,
+                      size_t bl, const uint8_t *e, size_t el) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    range *r = dv_realloc(*arr, nc * sizeof *r);
+    if (!r) return DV_ENOMEM;
+    *arr = r;
+    *cap = nc;
+  }
+  range *r = &(*arr)[(*n)++];
+  r->b = bytes->len;
+  r->bl = bl;
+  buf_append(bytes, b, bl);
+  r->e = bytes->len;
+  r->el = el;
+  buf_append(bytes, e, el);
+  return buf_error(bytes);
+}
+
+/* Append the point range [k, k\0). */
+static int range_push_point(dv_buf *bytes, range **arr, size_t *n, size_t *cap, const uint8_t *k,
+                            size_t kl) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    range *r = dv_realloc(*arr, nc * sizeof *r);
+    if (!r) return DV_ENOMEM;
+    *arr = r;
+    *cap = nc;
+  }
+  range *r = &(*arr)[(*n)++];
+  r->b = bytes->len;
+  r->bl = kl;
+  r->e = bytes->len;
+  r->el = kl + 1;
+  buf_append(bytes, k, kl);
+  buf_putc(bytes, 0);
+  return buf_error(bytes);
+}
+
+static int intersects(const uint8_t *ab, size_t abl, const uint8_t *ae, size_t ael, const uint8_t *bb,
+                      size_t bbl, const uint8_t *be, size_t bel) {
+  return cmp(ab, abl, be, bel) < 0 && cmp(bb, bbl, ae, ael) < 0;
+}
+
+/* ---- transactions: reads ------------------------------------------------- */
+
+static int txn_check_time(rtxn *t) {
+  int64_t now = now_ms();
+  if (t->timeout_ms && now - t->start_ms > t->timeout_ms) return DV_ETIMED_OUT;
+  if (t->snap && now - t->rv_ms > KV_MAX_TXN_AGE_MS) return DV_ETXN_TOO_OLD;
+  return 0;
+}
+
+static int ensure_snap(rtxn *t) {
+  if (!t->snap) {
+    t->snap = snap_acquire(t->db);
+    t->rv_ms = now_ms();
+    rocksdb_readoptions_set_snapshot(t->ro, t->snap->s);
+  }
+  return txn_check_time(t);
+}
+
+static int r_get_read_version(kv_txn *kt, int64_t *out) {
+  rtxn *t = (rtxn *)kt;
+  int rc = ensure_snap(t);
+  if (rc) return rc;
+  *out = t->snap->version;
+  return 0;
+}
+
+/* Could a versionstamped key of this transaction land in [b, e)? The
+ * possible keys are prefix + any 10 bytes + suffix. */
+static int vs_unreadable(const rtxn *t, const uint8_t *b, size_t bl, const uint8_t *e, size_t el) {
+  uint8_t lo[KV_MAX_KEY], hi[KV_MAX_KEY + 1];
+  for (const vskey *v = t->vs_head; v; v = v->next) {
+    memcpy(lo, v->key, v->kl);
+    memset(lo + v->off, 0x00, KV_STAMP_LEN);
+    memcpy(hi, v->key, v->kl);
+    memset(hi + v->off, 0xff, KV_STAMP_LEN);
+    hi[v->kl] = 0; /* [lo, hi\0) covers every possible key */
+    if (intersects(b, bl, e, el, lo, v->kl, hi, v->kl + 1)) return 1;
+  }
+  return 0;
+}
+
+/* The stored value of k at the transaction's snapshot, copied into memory
+ * the transaction owns. */
+static int snap_get(rtxn *t, const uint8_t *k, size_t kl, const uint8_t **v, size_t *vl, int *found) {
+  char *err = NULL;
+  rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(t->db->db, t->ro, (const char *)k, kl, &err);
+  if (err) {
+    rocksdb_free(err);
+    return DV_EIO;
+  }
+  if (!ps) {
+    *found = 0;
+    return 0;
+  }
+  size_t n;
+  const char *p = rocksdb_pinnableslice_value(ps, &n);
+  uint8_t *copy = kv__txn_alloc(&t->base, n ? n : 1);
+  if (!copy) {
+    rocksdb_pinnableslice_destroy(ps);
+    return DV_ENOMEM;
+  }
+  if (n) memcpy(copy, p, n);
+  rocksdb_pinnableslice_destroy(ps);
+  *v = copy;
+  *vl = n;
+  *found = 1;
+  return 0;
+}
+
+static int add_read_point(rtxn *t, const uint8_t *k, size_t kl) {
+  return range_push_point(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, k, kl);
+}
+
+/* Read k as the transaction sees it. */
+static int txn_read(rtxn *t, const uint8_t *k, size_t kl, const uint8_t **v, size_t *vl, int *found) {
+  ws_state st;
+  ws_lookup(&t->w, k, kl, &st);
+  switch (st.kind) {
+  case WS_KNOWN:
+    *found = st.present;
+    *v = st.val;
+    *vl = st.vlen;
+    return 0;
+  case WS_UNREADABLE:
+    return DV_EACCESSED_UNREADABLE;
+  case WS_STACKED: {
+    const uint8_t *base = NULL;
+    size_t blen = 0;
+    int present = 0;
+    int rc = snap_get(t, k, kl, &base, &blen, &present);
+    if (rc) return rc;
+    const uint8_t *r = ws_apply_atoms(&t->w, st.node->atoms, base, blen, present, vl);
+    if (!r) return DV_ENOMEM;
+    *v = r;
+    *found = 1;
+    return 0;
+  }
+  default:
+    return snap_get(t, k, kl, v, vl, found);
+  }
+}
+
+static int r_get(kv_txn *kt, const uint8_t *k, size_t kl, int flags, const uint8_t **v, size_t *vl,
+                 int *found) {
+  rtxn *t = (rtxn *)kt;
+  int rc = ensure_snap(t);
+  if (rc) return rc;
+  if (t->vs_head) {
+    uint8_t e[KV_MAX_KEY + 1];
+    memcpy(e, k, kl);
+    e[kl] = 0;
+    if (vs_unreadable(t, k, kl, e, kl + 1)) return DV_EACCESSED_UNREADABLE;
+  }
+  rc = txn_read(t, k, kl, v, vl, found);
+  if (rc) return rc;
+  if (!*found) { *v = NULL; *vl = 0; }
+  if (!(flags & KV_SNAPSHOT)) rc = add_read_point(t, k, kl);
+  return rc;
+}
+
+/* ---- iterators ------------------------------------------------------------ */
+
+static int r_iter_begin(kv_txn *kt, const uint8_t *b, size_t bl, const uint8_t *e, size_t el, int limit,
+                        int flags, kv_iter **out) {
+  rtxn *t = (rtxn *)kt;
+  int rc = ensure_snap(t);
+  if (rc) return rc;
+  if (t->vs_head && vs_unreadable(t, b, bl, e, el)) return DV_EACCESSED_UNREADABLE;
+  riter *it = dv_calloc(1, sizeof *it);
+  if (!it) return DV_ENOMEM;
+  it->base.m = &rocks_methods;
+  it->base.txn = kt;
+  it->t = t;
+  it->b = dv_memdup(b, bl ? bl : 1);
+  it->e = dv_memdup(e, el ? el : 1);
+  if (!it->b || !it->e) {
+    dv_free(it->b);
+    dv_free(it->e);
+    dv_free(it);
+    return DV_ENOMEM;
+  }
+  it->bl = bl;
+  it->el = el;
+  it->reverse = !!(flags & KV_REVERSE);
+  it->snapshot = !!(flags & KV_SNAPSHOT);
+  it->limit = limit;
+  /* Bounds on a private read options object: RocksDB keeps pointers. */
+  rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+  rocksdb_readoptions_set_snapshot(ro, t->snap->s);
+  rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)it->b, bl);
+  rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)it->e, el);
+  it->ri = rocksdb_create_iterator(t->db->db, ro);
+  rocksdb_readoptions_destroy(ro); /* the iterator copied what it needs */
+  buf_init(&it->last);
+  buf_init(&it->scratch);
+  if (cmp(b, bl, e, el) >= 0) {
+    it->done = 1;
+  } else if (!it->reverse) {
+    ws_node *pn = ws_find_lt(&t->w, b, bl);
+    it->wn = pn->next[0];
+    if (pn != t->w.head && pn->cleared_after) {
+      /* b lies inside a cleared region: skip the store to its end. */
+      if (it->wn) rocksdb_iter_seek(it->ri, (const char *)it->wn->key, it->wn->klen);
+      else rocksdb_iter_seek_to_last(it->ri), rocksdb_iter_next(it->ri);
+    } else {
+      rocksdb_iter_seek_to_first(it->ri);
+    }
+  } else {
+    ws_node *pn = ws_find_lt(&t->w, e, el);
+    it->wn = pn == t->w.head ? NULL : pn;
+    if (it->wn && it->wn->cleared_after)
+      rocksdb_iter_seek_for_prev(it->ri, (const char *)it->wn->key, it->wn->klen);
+    else
+      rocksdb_iter_seek_to_last(it->ri);
+  }
+  *out = &it->base;
+  return 0;
+}
+
+/* Read the rocks iterator's current key, if valid. */
+static int ri_key(rocksdb_iterator_t *ri, const uint8_t **k, size_t *kl) {
+  if (!rocksdb_iter_valid(ri)) return 0;
+  *k = (const uint8_t *)rocksdb_iter_key(ri, kl);
+  return 1;
+}
+
+static int node_in_range(const riter *it, const ws_node *n) {
+  if (!n) return 0;
+  if (!it->reverse) return cmp(n->key, n->klen, it->e, it->el) < 0;
+  return cmp(n->key, n->klen, it->b, it->bl) >= 0;
+}
+
+/* Emit value of write-set node n merged with the store value at the same
+ * key (if the rocks iterator sits on it). Returns 1 with *out set, 0 if the
+ * key has no value, or an error. */
+static int node_value(riter *it, const ws_node *n, int store_here, kv_pair *out) {
+  const uint8_t *sv = NULL;
+  size_t svl = 0;
+  if (store_here) sv = (const uint8_t *)rocksdb_iter_value(it->ri, &svl);
+  out->key = n->key;
+  out->key_len = n->klen;
+  switch (n->op) {
+  case WS_SET:
+    out->val = n->val;
+    out->val_len = n->vlen;
+    return 1;
+  case WS_CLEAR:
+    return 0;
+  case WS_VSVAL:
+    return DV_EACCESSED_UNREADABLE;
+  case WS_ATOMIC: {
+    size_t len;
+    const uint8_t *v = ws_apply_atoms(&it->t->w, n->atoms, sv, svl, store_here, &len);
+    if (!v) return DV_ENOMEM;
+    out->val = v;
+    out->val_len = len;
+    return 1;
+  }
+  default:
+    if (!store_here) return 0;
+    out->val = sv;
+    out->val_len = svl;
+    return 1;
+  }
+}
+
+static int iter_step(riter *it, kv_pair *out) {
+  rtxn *t = it->t;
+  ws *w = &t->w;
+  for (;;) {
+    if (it->ri_step) {
+      if (it->reverse) rocksdb_iter_prev(it->ri);
+      else rocksdb_iter_next(it->ri);
+      it->ri_step = 0;
+    }
+    const uint8_t *rk = NULL;
+    size_t rkl = 0;
+    int have_r = ri_key(it->ri, &rk, &rkl);
+    ws_node *n = node_in_range(it, it->wn) ? it->wn : NULL;
+    if (!have_r && !n) return 0;
+    int c = 0; /* <0: node first, >0: store first, 0: same key */
+    if (!n) c = 1;
+    else if (!have_r) c = -1;
+    else c = it->reverse ? -cmp(n->key, n->klen, rk, rkl) : cmp(n->key, n->klen, rk, rkl);
+    if (c > 0) {
+      /* A store key not covered by any node: the region it lies in was
+       * checked when the bounding node was passed. */
+      out->key = rk;
+      out->key_len = rkl;
+      out->val = (const uint8_t *)rocksdb_iter_value(it->ri, &out->val_len);
+      it->ri_step = 1;
+      return 1;
+    }
+    /* The node comes first (or at the same key). */
+    int rc = node_value(it, n, c == 0, out);
+    if (c == 0) it->ri_step = 1;
+    if (!it->reverse) {
+      it->wn = n->next[0];
+      if (n->cleared_after) {
+        /* (n, next) is cleared: the store has nothing visible there, so
+         * seek past it now (copying the pair first: it may point into the
+         * store iterator). */
+        it->ri_step = 0;
+        if (rc == 1) {
+          /* Copy the pair so the seek can move the iterator now. */
+          buf_reset(&it->scratch);
+          buf_append(&it->scratch, out->key, out->key_len);
+          buf_append(&it->scratch, out->val, out->val_len);
+          if (buf_error(&it->scratch)) return DV_ENOMEM;
+          out->key = it->scratch.p;
+          out->val = it->scratch.p + out->key_len;
+        }
+        if (it->wn) rocksdb_iter_seek(it->ri, (const char *)it->wn->key, it->wn->klen);
+        else rocksdb_iter_seek_to_last(it->ri), rocksdb_iter_next(it->ri);
+      }
+    } else {
+      ws_node *p = ws_find_lt(w, n->key, n->klen);
+      it->wn = p == w->head ? NULL : p;
+      if (it->wn && it->wn->cleared_after) {
+        /* (p, n) is cleared: jump the store to p's key or below. */
+        it->ri_step = 0;
+        if (rc == 1) {
+          buf_reset(&it->scratch);
+          buf_append(&it->scratch, out->key, out->key_len);
+          buf_append(&it->scratch, out->val, out->val_len);
+          if (buf_error(&it->scratch)) return DV_ENOMEM;
+          out->key = it->scratch.p;
+          out->val = it->scratch.p + out->key_len;
+        }
+        rocksdb_iter_seek_for_prev(it->ri, (const char *)it->wn->key, it->wn->klen);
+      }
+    }
+    if (rc) return rc;
+  }
+}
+
+static int r_iter_next(kv_iter *ki, kv_pair *out) {
+  riter *it = (riter *)ki;
+  if (it->done) return 0;
+  if (it->limit && it->returned >= it->limit) return 0;
+  int rc = txn_check_time(it->t);
+  if (rc) return rc;
+  rc = iter_step(it, out);
+  if (rc == 0) {
+    it->done = 1;
+    return 0;
+  }
+  if (rc < 0) return rc;
+  char *err = NULL;
+  rocksdb_iter_get_error(it->ri, &err);
+  if (err) {
+    rocksdb_free(err);
+    return DV_EIO;
+  }
+  it->returned++;
+  if (!it->snapshot) {
+    buf_reset(&it->last);
+    buf_append(&it->last, out->key, out->key_len);
+    if (buf_error(&it->last)) return DV_ENOMEM;
+  }
+  return 1;
+}
+
+static void r_iter_free(kv_iter *ki) {
+  riter *it = (riter *)ki;
+  rtxn *t = it->t;
+  if (!it->snapshot && !t->base.err) {
+    int rc = 0;
+    if (it->done) {
+      rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->b, it->bl, it->e, it->el);
+    } else if (it->returned) {
+      if (!it->reverse) {
+        /* [b, last\0) */
+        buf_putc(&it->last, 0);
+        rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->b, it->bl, it->last.p,
+                        it->last.len);
+      } else {
+        rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->last.p, it->last.len,
+                        it->e, it->el);
+      }
+    }
+    if (rc && !t->base.err) t->base.err = rc;
+  }
+  rocksdb_iter_destroy(it->ri);
+  buf_free(&it->last);
+  buf_free(&it->scratch);
+  dv_free(it->b);
+  dv_free(it->e);
+  dv_free(it);
+}
+
+/* ---- transactions: writes ------------------------------------------------- */
+
+static int r_set(kv_txn *kt, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
+  rtxn *t = (rtxn *)kt;
+  t->has_writes = 1;
+  return ws_set(&t->w, k, kl, v, vl);
+}
+
+static int r_clear(kv_txn *kt, const uint8_t *k, size_t kl) {
+  rtxn *t = (rtxn *)kt;
+  t->has_writes = 1;
+  return ws_clear(&t->w, k, kl);
+}
+
+static int r_clear_range(kv_txn *kt, const uint8_t *b, size_t bl, const uint8_t *e, size_t el) {
+  rtxn *t = (rtxn *)kt;
+  t->has_writes = 1;
+  return ws_clear_range(&t->w, b, bl, e, el);
+}
+
+static int r_atomic(kv_txn *kt, kv_atomic_op op, const uint8_t *k, size_t kl, const uint8_t *p, size_t pl) {
+  rtxn *t = (rtxn *)kt;
+  t->has_writes = 1;
+  return ws_atomic(&t->w, op, k, kl, p, pl);
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int r_set_vs_key(kv_txn *kt, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
+  rtxn *t = (rtxn *)kt;
+  vskey *x = (vskey *)ws_dup(&t->w, &(vskey){0}, sizeof *x);
+  if (!x) return DV_ENOMEM;
+  x->kl = kl - 4;
+  x->off = le32(k + kl - 4);
+  x->key = ws_dup(&t->w, k, x->kl);
+  x->val = ws_dup(&t->w, v, vl);
+  x->vl = vl;
+  if (!x->key || !x->val) return DV_ENOMEM;
+  if (t->vs_tail) t->vs_tail->next = x;
+  else t->vs_head = x;
+  t->vs_tail = x;
+  t->has_writes = 1;
+  return 0;
+}
+
+static int r_set_vs_value(kv_txn *kt, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
+  rtxn *t = (rtxn *)kt;
+  t->has_writes = 1;
+  return ws_set_vsval(&t->w, k, kl, v, vl); /* suffix kept; stamped at commit */
+}
+
+static int r_add_conflict_range(kv_txn *kt, const uint8_t *b, size_t bl, const uint8_t *e, size_t el,
+                                int type) {
+  rtxn *t = (rtxn *)kt;
+  if (cmp(b, bl, e, el) >= 0) return 0;
+  if (type == KV_CONFLICT_READ) {
+    int rc = ensure_snap(t);
+    if (rc) return rc;
+    return range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, b, bl, e, el);
+  }
+  t->has_writes = 1;
+  return range_push(&t->cb_bytes, &t->wconf, &t->nwconf, &t->capwconf, b, bl, e, el);
+}
+
+/* ---- watches ---------------------------------------------------------------- */
+
+static void watch_unref_locked(rwatch *w) {
+  if (--w->refs == 0) {
+    dv_free(w->key);
+    dv_free(w->val);
+    dv_free(w);
+  }
+}
+
+/* Fire a watch that is PENDING or ACTIVE (caller holds w_mu; it is
+ * released around the callback). */
+static void watch_fire_locked(rdb *d, rwatch *w, int rc) {
+  if (w->state == W_ACTIVE) {
+    if (w->prev) w->prev->next = w->next;
+    else d->watches = w->next;
+    if (w->next) w->next->prev = w->prev;
+    w->next = w->prev = NULL;
+  }
+  w->state = W_FIRING;
+  pthread_mutex_unlock(&d->w_mu);
+  w->cb(w->arg, rc);
+  pthread_mutex_lock(&d->w_mu);
+  w->state = W_DONE;
+  pthread_cond_broadcast(&d->w_cv);
+  watch_unref_locked(w); /* the list's (or pending list's) reference */
+}
+
+static int r_watch_add(kv_txn *kt, const uint8_t *k, size_t kl, kv_watch_cb cb, void *arg, kv_watch **out) {
+  rtxn *t = (rtxn *)kt;
+  int rc = ensure_snap(t);
+  if (rc) return rc;
+  const uint8_t *v = NULL;
+  size_t vl = 0;
+  int found = 0;
+  rc = txn_read(t, k, kl, &v, &vl, &found);
+  if (rc) return rc;
+  rwatch *w = dv_calloc(1, sizeof *w);
+  if (!w) return DV_ENOMEM;
+  w->base.m = &rocks_methods;
+  w->db = t->db;
+  w->key = dv_memdup(k, kl ? kl : 1);
+  w->val = found ? dv_memdup(v, vl ? vl : 1) : NULL;
+  if (!w->key || (found && !w->val)) {
+    dv_free(w->key);
+    dv_free(w->val);
+    dv_free(w);
+    return DV_ENOMEM;
+  }
+  w->kl = kl;
+  w->vl = vl;
+  w->present = found;
+  w->cb = cb;
+  w->arg = arg;
+  w->state = W_PENDING;
+  w->refs = 2; /* the handle, and the transaction's pending list */
+  w->tnext = t->pending;
+  t->pending = w;
+  *out = &w->base;
+  return 0;
+}
+
+static void r_watch_free(kv_watch *kw) {
+  rwatch *w = (rwatch *)kw;
+  rdb *d = w->db;
+  pthread_mutex_lock(&d->w_mu);
+  if (w->state == W_ACTIVE || w->state == W_PENDING) {
+    int was_active = w->state == W_ACTIVE;
+    if (was_active) {
+      if (w->prev) w->prev->next = w->next;
+      else d->watches = w->next;
+      if (w->next) w->next->prev = w->prev;
+    }
+    w->state = W_CANCELLED;
+    pthread_mutex_unlock(&d->w_mu);
+    w->cb(w->arg, DV_ECANCELLED);
+    pthread_mutex_lock(&d->w_mu);
+    if (was_active) watch_unref_locked(w); /* the list's reference */
+    /* A pending watch stays on its transaction's list, which drops it. */
+  }
+  while (w->state == W_FIRING) pthread_cond_wait(&d->w_cv, &d->w_mu);
+  watch_unref_locked(w); /* the handle's reference */
+  pthread_mutex_unlock(&d->w_mu);
+}
+
+/* A transaction's pending watches end: registered (rc 0, after a commit),
+ * or failed with rc. */
+static void watches_settle(rdb *d, rtxn *t, int rc) {
+  rwatch *w = t->pending;
+  t->pending = NULL;
+  if (!w) return;
+  pthread_mutex_lock(&d->w_mu);
+  while (w) {
+    rwatch *next = w->tnext;
+    w->tnext = NULL;
+    if (w->state == W_CANCELLED) {
+      watch_unref_locked(w);
+    } else if (rc) {
+      watch_fire_locked(d, w, rc);
+    } else {
+      /* Register; fire at once if the value already differs. */
+      char *err = NULL;
+      size_t n = 0;
+      char *cur = rocksdb_get(d->db, d->ro_latest, (const char *)w->key, w->kl, &n, &err);
+      if (err) rocksdb_free(err);
+      int same = cur ? (w->present && n == w->vl && (!n || !memcmp(cur, w->val, n))) : !w->present;
+      if (cur) rocksdb_free(cur);
+      if (!same) {
+        watch_fire_locked(d, w, 0);
+      } else {
+        w->state = W_ACTIVE;
+        w->prev = NULL;
+        w->next = d->watches;
+        if (d->watches) d->watches->prev = w;
+        d->watches = w;
+      }
+    }
+    w = next;
+  }
+  pthread_mutex_unlock(&d->w_mu);
+}
+
+/* After a batch: fire active watches whose key the overlay changed. */
+static void watches_after_batch(rdb *d) {
+  pthread_mutex_lock(&d->w_mu);
+  rwatch *w = d->watches;
+  while (w) {
+    rwatch *next = w->next;
+    ws_state st;
+    ws_lookup(&d->overlay, w->key, w->kl, &st);
+    if (st.kind == WS_KNOWN) {
+      int same = st.present ? (w->present && st.vlen == w->vl && (!st.vlen || !memcmp(st.val, w->val, st.vlen)))
+                            : !w->present;
+      if (!same) {
+        watch_fire_locked(d, w, 0);
+        next = d->watches; /* the list may have changed while unlocked */
+        /* Restart from the head: fired watches are gone from it, and the
+         * rest are re-checked harmlessly. */
+      }
+    }
+    w = next;
+  }
+  pthread_mutex_unlock(&d->w_mu);
+}
+
+/* ---- commit: client side ------------------------------------------------------ */
+
+static void r_commit_async(kv_txn *kt, kv_commit_cb cb, void *arg) {
+  rtxn *t = (rtxn *)kt;
+  rdb *d = t->db;
+  int rc = t->timeout_ms && now_ms() - t->start_ms > t->timeout_ms ? DV_ETIMED_OUT : 0;
+  if (rc || (!t->has_writes && !t->pending)) {
+    if (!rc) {
+      t->committed = 1;
+      t->committed_version = -1;
+    }
+    cb(kt, rc, arg);
+    return;
+  }
+  t->cb = cb;
+  t->cb_arg = arg;
+  t->q_next = NULL;
+  t->qbytes = t->w.arena_bytes + t->cb_bytes.len;
+  pthread_mutex_lock(&d->q_mu);
+  if (d->q_tail) d->q_tail->q_next = t;
+  else d->q_head = t;
+  d->q_tail = t;
+  pthread_cond_signal(&d->q_cv);
+  pthread_mutex_unlock(&d->q_mu);
+}
+
+static int r_get_committed_version(kv_txn *kt, int64_t *out) {
+  rtxn *t = (rtxn *)kt;
+  if (!t->committed) return DV_EINVAL;
+  *out = t->committed_version;
+  return 0;
+}
+
+static int r_get_versionstamp(kv_txn *kt, uint8_t out[KV_STAMP_LEN]) {
+  rtxn *t = (rtxn *)kt;
+  if (!t->committed || t->committed_version < 0) return DV_EINVAL;
+  kv__stamp_make(out, t->committed_version, t->order);
+  return 0;
+}
+
+static int r_set_timeout_ms(kv_txn *kt, int ms) {
+  ((rtxn *)kt)->timeout_ms = ms;
+  return 0;
+}
+
+/* ---- commit: the committer ------------------------------------------------------ */
+
+static int conflicts_hist(const hist *h, const uint8_t *b, size_t bl, const uint8_t *e, size_t el) {
+  /* First range whose end > b, by binary search; conflict if it begins < e. */
+  size_t lo = 0, hi = h->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const range *r = &h->r[mid];
+    if (cmp(h->bytes.p + r->e, r->el, b, bl) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == h->n) return 0;
+  const range *r = &h->r[lo];
+  return cmp(h->bytes.p + r->b, r->bl, e, el) < 0;
+}
+
+static int resolve(rdb *d, rtxn *t) {
+  if (!t->nreads) return 0;
+  int64_t rv = t->snap->version;
+  if (rv < d->h_floor || now_ms() - t->rv_ms > KV_MAX_TXN_AGE_MS) return DV_ETXN_TOO_OLD;
+  const uint8_t *cb = t->cb_bytes.p;
+  for (size_t i = 0; i < t->nreads; i++) {
+    const range *r = &t->reads[i];
+    const uint8_t *b = cb + r->b, *e = cb + r->e;
+    for (hist *h = d->h_old; h; h = h->next)
+      if (h->version > rv && conflicts_hist(h, b, r->bl, e, r->el)) return DV_ENOT_COMMITTED;
+    for (size_t j = 0; j < d->bw_n; j++) {
+      const range *w = &d->bw_r[j];
+      if (intersects(b, r->bl, e, r->el, d->bw.p + w->b, w->bl, d->bw.p + w->e, w->el))
+        return DV_ENOT_COMMITTED;
+    }
+  }
+  return 0;
+}
+
+static int bw_point(rdb *d, const uint8_t *k, size_t kl) {
+  return range_push_point(&d->bw, &d->bw_r, &d->bw_n, &d->bw_cap, k, kl);
+}
+
+static int bw_range(rdb *d, const uint8_t *b, size_t bl, const uint8_t *e, size_t el) {
+  return range_push(&d->bw, &d->bw_r, &d->bw_n, &d->bw_cap, b, bl, e, el);
+}
+
+/* Replay an accepted transaction into the batch overlay and record its
+ * write ranges. */
+static int accept(rdb *d, rtxn *t, int64_t version, uint16_t order) {
+  uint8_t stamp[KV_STAMP_LEN];
+  kv__stamp_make(stamp, version, order);
+  ws *o = &d->overlay;
+  uint8_t kz[KV_MAX_KEY + 1];
+  int rc = 0;
+  for (ws_node *n = ws_first(&t->w); n && !rc; n = n->next[0]) {
+    if (n->cleared_after) {
+      ws_node *nx = n->next[0]; /* always present: the range's end node */
+      if (n->op == WS_CLEAR) {
+        rc = ws_clear_range(o, n->key, n->klen, nx->key, nx->klen);
+        if (!rc) rc = bw_range(d, n->key, n->klen, nx->key, nx->klen);
+        continue;
+      }
+      memcpy(kz, n->key, n->klen);
+      kz[n->klen] = 0;
+      rc = ws_clear_range(o, kz, n->klen + 1, nx->key, nx->klen);
+      if (!rc) rc = bw_range(d, kz, n->klen + 1, nx->key, nx->klen);
+      if (rc) break;
+    }
+    switch (n->op) {
+    case WS_SET:
+      rc = ws_set(o, n->key, n->klen, n->val, n->vlen);
+      break;
+    case WS_CLEAR:
+      rc = ws_clear(o, n->key, n->klen);
+      break;
+    case WS_ATOMIC:
+      for (ws_atom *a = n->atoms; a && !rc; a = a->next) rc = ws_atomic(o, a->op, n->key, n->klen, a->param, a->plen);
+      break;
+    case WS_VSVAL: {
+      size_t vl = n->vlen - 4;
+      uint8_t *v = ws_dup(o, n->val, vl);
+      if (!v) { rc = DV_ENOMEM; break; }
+      memcpy(v + le32(n->val + vl), stamp, KV_STAMP_LEN);
+      rc = ws_set(o, n->key, n->klen, v, vl);
+      break;
+    }
+    default:
+      continue; /* a boundary only */
+    }
+    if (!rc) rc = bw_point(d, n->key, n->klen);
+  }
+  for (vskey *x = t->vs_head; x && !rc; x = x->next) {
+    memcpy(kz, x->key, x->kl);
+    memcpy(kz + x->off, stamp, KV_STAMP_LEN);
+    rc = ws_set(o, kz, x->kl, x->val, x->vl);
+    if (!rc) rc = bw_point(d, kz, x->kl);
+  }
+  const uint8_t *cb = t->cb_bytes.p;
+  for (size_t i = 0; i < t->nwconf && !rc; i++) {
+    const range *r = &t->wconf[i];
+    rc = bw_range(d, cb + r->b, r->bl, cb + r->e, r->el);
+  }
+  return rc;
+}
+
+/* Turn the overlay into one WriteBatch. Atomic nodes are computed against
+ * the stored value and become SETs in the overlay (watches read them). */
+static int materialize(rdb *d, rocksdb_writebatch_t *wb) {
+  ws *o = &d->overlay;
+  uint8_t kz[KV_MAX_KEY + 1];
+  char *err = NULL;
+  for (ws_node *n = ws_first(o); n; n = n->next[0]) {
+    if (n->cleared_after) {
+      ws_node *nx = n->next[0];
+      const uint8_t *b = n->key;
+      size_t bl = n->klen;
+      if (n->op != WS_CLEAR) {
+        memcpy(kz, n->key, n->klen);
+        kz[n->klen] = 0;
+        b = kz;
+        bl = n->klen + 1;
+      }
+      /* A few keys: point deletes (a range tombstone slows every later
+       * read that crosses it). Many: one range tombstone. */
+      rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+      rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)nx->key, nx->klen);
+      rocksdb_iterator_t *it = rocksdb_create_iterator(d->db, ro);
+      int count = 0;
+      for (rocksdb_iter_seek(it, (const char *)b, bl); rocksdb_iter_valid(it) && count <= SMALL_CLEAR_KEYS;
+           rocksdb_iter_next(it))
+        count++;
+      if (count > SMALL_CLEAR_KEYS) {
+        rocksdb_writebatch_delete_range(wb, (const char *)b, bl, (const char *)nx->key, nx->klen);
+      } else {
+        for (rocksdb_iter_seek(it, (const char *)b, bl); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+          size_t kl;
+          const char *k = rocksdb_iter_key(it, &kl);
+          rocksdb_writebatch_delete(wb, k, kl);
+        }
+      }
+      rocksdb_iter_get_error(it, &err);
+      rocksdb_iter_destroy(it);
+      rocksdb_readoptions_destroy(ro);
+      if (err) { rocksdb_free(err); return DV_EIO; }
+      if (n->op == WS_CLEAR) continue;
+    }
+    switch (n->op) {
+    case WS_SET:
+      rocksdb_writebatch_put(wb, (const char *)n->key, n->klen, (const char *)n->val, n->vlen);
+      break;
+    case WS_CLEAR:
+      rocksdb_writebatch_delete(wb, (const char *)n->key, n->klen);
+      break;
+    case WS_ATOMIC: {
+      size_t bl = 0;
+      char *base = rocksdb_get(d->db, d->ro_latest, (const char *)n->key, n->klen, &bl, &err);
+      if (err) { rocksdb_free(err); return DV_EIO; }
+      size_t len;
+      const uint8_t *v = ws_apply_atoms(o, n->atoms, (const uint8_t *)base, bl, base != NULL, &len);
+      if (base) rocksdb_free(base);
+      if (!v) return DV_ENOMEM;
+      n->op = WS_SET;
+      n->val = v;
+      n->vlen = len;
+      n->atoms = n->atoms_tail = NULL;
+      rocksdb_writebatch_put(wb, (const char *)n->key, n->klen, (const char *)v, len);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  return 0;
+}
+
+static const uint8_t *sort_base; /* committer thread only */
+static int range_cmp(const void *a, const void *b) {
+  const range *x = a, *y = b;
+  return cmp(sort_base + x->b, x->bl, sort_base + y->b, y->bl);
+}
+
+/* Move this batch's write ranges into the history, sorted and merged. */
+static int history_add(rdb *d, int64_t version) {
+  hist *h = dv_calloc(1, sizeof *h);
+  if (!h) return DV_ENOMEM;
+  h->version = version;
+  h->time_ms = now_ms();
+  /* Sorting uses a file-static base pointer: only the committer thread
+   * calls this. */
+  sort_base = d->bw.p;
+  if (d->bw_n) qsort(d->bw_r, d->bw_n, sizeof *d->bw_r, range_cmp);
+  size_t cap = 0;
+  for (size_t i = 0; i < d->bw_n; i++) {
+    const range *r = &d->bw_r[i];
+    const uint8_t *b = d->bw.p + r->b, *e = d->bw.p + r->e;
+    if (h->n) {
+      range *last = &h->r[h->n - 1];
+      if (cmp(b, r->bl, h->bytes.p + last->e, last->el) <= 0) {
+        /* Overlaps or touches the previous range: extend its end. */
+        if (cmp(e, r->el, h->bytes.p + last->e, last->el) > 0) {
+          last->e = h->bytes.len;
+          last->el = r->el;
+          buf_append(&h->bytes, e, r->el);
+        }
+        continue;
+      }
+    }
+    if (range_push(&h->bytes, &h->r, &h->n, &cap, b, r->bl, e, r->el)) {
+      buf_free(&h->bytes);
+      dv_free(h->r);
+      dv_free(h);
+      return DV_ENOMEM;
+    }
+  }
+  if (buf_error(&h->bytes)) {
+    buf_free(&h->bytes);
+    dv_free(h->r);
+    dv_free(h);
+    return DV_ENOMEM;
+  }
+  if (d->h_new) d->h_new->next = h;
+  else d->h_old = h;
+  d->h_new = h;
+  return 0;
+}
+
+static void history_trim(rdb *d) {
+  int64_t cutoff = now_ms() - KV_MAX_TXN_AGE_MS - 100;
+  while (d->h_old && d->h_old->time_ms < cutoff) {
+    hist *h = d->h_old;
+    d->h_old = h->next;
+    if (!d->h_old) d->h_new = NULL;
+    if (h->version > d->h_floor) d->h_floor = h->version;
+    buf_free(&h->bytes);
+    dv_free(h->r);
+    dv_free(h);
+  }
+}
+
+static void run_batch(rdb *d, rtxn *list) {
+  int64_t version = d->version + 1;
+  uint16_t order = 0;
+  ws_reset(&d->overlay);
+  buf_reset(&d->bw);
+  d->bw_n = 0;
+  int rc = 0;
+  for (rtxn *t = list; t; t = t->q_next) {
+    t->result = 0;
+    if (!t->has_writes) continue; /* read-only with watches */
+    int r = resolve(d, t);
+    if (!r) {
+      t->order = order;
+      r = accept(d, t, version, order);
+      if (r) {
+        /* Partly replayed: the overlay is unusable; fail the batch. */
+        rc = r;
+        break;
+      }
+      order++;
+    }
+    t->result = r;
+  }
+  if (!rc && order) {
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    rc = materialize(d, wb);
+    if (!rc) {
+      uint8_t vb[8];
+      for (int i = 0; i < 8; i++) vb[i] = (uint8_t)((uint64_t)version >> (56 - 8 * i));
+      rocksdb_writebatch_put(wb, VERSION_KEY, VERSION_KEY_LEN, (const char *)vb, 8);
+      char *err = NULL;
+      rocksdb_write(d->db, d->wo, wb, &err);
+      if (err) {
+        fprintf(stderr, "divan: rocksdb write failed: %s\n", err);
+        rocksdb_free(err);
+        rc = DV_EIO;
+      }
+    }
+    rocksdb_writebatch_destroy(wb);
+    if (!rc) {
+      d->version = version;
+      if (publish(d, version) || history_add(d, version)) rc = DV_ENOMEM;
+    }
+  }
+  if (rc) {
+    /* Nothing of this batch is durable (or, for a failure after the write,
+     * the outcome is unknown to the clients). */
+    int after_write = d->version == version;
+    for (rtxn *t = list; t; t = t->q_next)
+      if (t->has_writes && !t->result) t->result = after_write ? DV_ECOMMIT_UNKNOWN : rc;
+  }
+  /* Watches of these commits register against the newest state, then
+   * everyone is acknowledged, then watches fire. */
+  for (rtxn *t = list; t; t = t->q_next) {
+    if (!t->result) {
+      t->committed = 1;
+      t->committed_version = t->has_writes ? version : -1;
+    }
+    watches_settle(d, t, t->result);
+  }
+  for (rtxn *t = list, *next; t; t = next) {
+    next = t->q_next; /* the callback may destroy t */
+    t->cb(&t->base, t->result, t->cb_arg);
+  }
+  if (!rc && order) watches_after_batch(d);
+  history_trim(d);
+}
+
+static void *committer_main(void *arg) {
+  rdb *d = arg;
+  for (;;) {
+    pthread_mutex_lock(&d->q_mu);
+    while (!d->q_head && !d->stop) pthread_cond_wait(&d->q_cv, &d->q_mu);
+    if (!d->q_head && d->stop) {
+      pthread_mutex_unlock(&d->q_mu);
+      break;
+    }
+    /* Take a batch: as many as wait, within the batch limits. */
+    rtxn *list = d->q_head, *last = list;
+    size_t n = 1, bytes = list->qbytes;
+    while (last->q_next && n < MAX_BATCH_TXNS && bytes + last->q_next->qbytes <= MAX_BATCH_BYTES) {
+      last = last->q_next;
+      bytes += last->qbytes;
+      n++;
+    }
+    d->q_head = last->q_next;
+    if (!d->q_head) d->q_tail = NULL;
+    last->q_next = NULL;
+    pthread_mutex_unlock(&d->q_mu);
+    run_batch(d, list);
+  }
+  return NULL;
+}
+
+/* ---- transactions: lifecycle ---------------------------------------------------- */
+
+static void txn_clear(rtxn *t) {
+  if (t->pending) watches_settle(t->db, t, DV_ECANCELLED);
+  if (t->snap) {
+    snap_unref(t->db, t->snap);
+    t->snap = NULL;
+  }
+  ws_reset(&t->w);
+  t->has_writes = 0;
+  t->vs_head = t->vs_tail = NULL;
+  buf_reset(&t->cb_bytes);
+  t->nreads = t->nwconf = 0;
+  t->committed = 0;
+  t->committed_version = -1;
+  t->order = 0;
+  t->start_ms = now_ms();
+}
+
+static int r_txn_begin(kv_db *kd, kv_txn **out) {
+  rdb *d = (rdb *)kd;
+  rtxn *t = dv_calloc(1, sizeof *t);
+  if (!t) return DV_ENOMEM;
+  kv__txn_init(&t->base, &rocks_methods, kd);
+  t->db = d;
+  t->ro = rocksdb_readoptions_create();
+  if (ws_init(&t->w)) {
+    rocksdb_readoptions_destroy(t->ro);
+    dv_free(t);
+    return DV_ENOMEM;
+  }
+  buf_init(&t->cb_bytes);
+  t->committed_version = -1;
+  t->start_ms = now_ms();
+  *out = &t->base;
+  return 0;
+}
+
+static void r_txn_reset(kv_txn *kt) {
+  rtxn *t = (rtxn *)kt;
+  txn_clear(t);
+  rocksdb_readoptions_destroy(t->ro);
+  t->ro = rocksdb_readoptions_create();
+}
+
+static void r_txn_destroy(kv_txn *kt) {
+  rtxn *t = (rtxn *)kt;
+  txn_clear(t);
+  ws_free(&t->w);
+  buf_free(&t->cb_bytes);
+  dv_free(t->reads);
+  dv_free(t->wconf);
+  rocksdb_readoptions_destroy(t->ro);
+  dv_free(t);
+}
+
+/* ---- open / close ------------------------------------------------------------------ */
+
+static int64_t r_db_version(kv_db *kd) {
+  rdb *d = (rdb *)kd;
+  pthread_mutex_lock(&d->snap_mu);
+  int64_t v = d->cur->version;
+  pthread_mutex_unlock(&d->snap_mu);
+  return v;
+}
+
+static void r_close(kv_db *kd) {
+  rdb *d = (rdb *)kd;
+  pthread_mutex_lock(&d->q_mu);
+  d->stop = 1;
+  pthread_cond_signal(&d->q_cv);
+  pthread_mutex_unlock(&d->q_mu);
+  pthread_join(d->committer, NULL);
+  /* Cancel the remaining watches. */
+  pthread_mutex_lock(&d->w_mu);
+  while (d->watches) watch_fire_locked(d, d->watches, DV_ECANCELLED);
+  pthread_mutex_unlock(&d->w_mu);
+  snap_unref(d, d->cur);
+  while (d->h_old) {
+    hist *h = d->h_old;
+    d->h_old = h->next;
+    buf_free(&h->bytes);
+    dv_free(h->r);
+    dv_free(h);
+  }
+  ws_free(&d->overlay);
+  buf_free(&d->bw);
+  dv_free(d->bw_r);
+  rocksdb_readoptions_destroy(d->ro_latest);
+  rocksdb_writeoptions_destroy(d->wo);
+  rocksdb_close(d->db);
+  rocksdb_options_destroy(d->opts);
+  rocksdb_block_based_options_destroy(d->bbto);
+  rocksdb_cache_destroy(d->cache);
+  if (d->lock_fd >= 0) close(d->lock_fd);
+  pthread_mutex_destroy(&d->snap_mu);
+  pthread_mutex_destroy(&d->q_mu);
+  pthread_cond_destroy(&d->q_cv);
+  pthread_mutex_destroy(&d->w_mu);
+  pthread_cond_destroy(&d->w_cv);
+  dv_free(d);
+}
+
+int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
+  kv_rocks_opts def = {0, 0, 0, 1};
+  if (!o) o = &def;
+  if (o->create_if_missing && mkdir(path, 0755) && errno != EEXIST) return DV_EIO;
+  char lockpath[4096];
+  snprintf(lockpath, sizeof lockpath, "%s/divan.lock", path);
+  int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return errno == ENOENT ? DV_EIO : DV_EIO;
+  if (flock(fd, LOCK_EX | LOCK_NB)) {
+    close(fd);
+    return DV_ELOCKED;
+  }
+  rdb *d = dv_calloc(1, sizeof *d);
+  if (!d) {
+    close(fd);
+    return DV_ENOMEM;
+  }
+  d->base.m = &rocks_methods;
+  d->lock_fd = fd;
+  d->opts = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(d->opts, o->create_if_missing);
+  rocksdb_options_increase_parallelism(d->opts, 2);
+  rocksdb_options_set_max_background_jobs(d->opts, 2);
+  rocksdb_options_set_write_buffer_size(d->opts, (o->memtable_mb ? o->memtable_mb : 64) << 20);
+  rocksdb_options_set_compression(d->opts, rocksdb_lz4_compression);
+  rocksdb_options_set_wal_compression(d->opts, rocksdb_zstd_compression);
+  d->cache = rocksdb_cache_create_lru((o->block_cache_mb ? o->block_cache_mb : 256) << 20);
+  d->bbto = rocksdb_block_based_options_create();
+  rocksdb_block_based_options_set_block_cache(d->bbto, d->cache);
+  rocksdb_block_based_options_set_filter_policy(d->bbto, rocksdb_filterpolicy_create_bloom(10));
+  rocksdb_block_based_options_set_cache_index_and_filter_blocks(d->bbto, 1);
+  rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(d->bbto, 1);
+  rocksdb_block_based_options_set_format_version(d->bbto, 5);
+  rocksdb_options_set_block_based_table_factory(d->opts, d->bbto);
+  char *err = NULL;
+  d->db = rocksdb_open(d->opts, path, &err);
+  if (err) {
+    fprintf(stderr, "divan: cannot open store at %s: %s\n", path, err);
+    rocksdb_free(err);
+    rocksdb_options_destroy(d->opts);
+    rocksdb_block_based_options_destroy(d->bbto);
+    rocksdb_cache_destroy(d->cache);
+    close(fd);
+    dv_free(d);
+    return DV_EIO;
+  }
+  d->wo = rocksdb_writeoptions_create();
+  rocksdb_writeoptions_set_sync(d->wo, !o->no_sync);
+  d->ro_latest = rocksdb_readoptions_create();
+  pthread_mutex_init(&d->snap_mu, NULL);
+  pthread_mutex_init(&d->q_mu, NULL);
+  pthread_cond_init(&d->q_cv, NULL);
+  pthread_mutex_init(&d->w_mu, NULL);
+  pthread_cond_init(&d->w_cv, NULL);
+  buf_init(&d->bw);
+  int rc = ws_init(&d->overlay);
+  /* The persisted version: stamps continue above everything acknowledged. */
+  size_t n = 0;
+  char *v = rocksdb_get(d->db, d->ro_latest, VERSION_KEY, VERSION_KEY_LEN, &n, &err);
+  if (err) {
+    rocksdb_free(err);
+    rc = DV_EIO;
+  } else if (v && n == 8) {
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++) x = x << 8 | (uint8_t)v[i];
+    d->version = (int64_t)x;
+  } else if (v) {
+    rc = DV_ECORRUPT;
+  }
+  if (v) rocksdb_free(v);
+  d->h_floor = d->version;
+  if (!rc) rc = publish(d, d->version);
+  if (!rc && pthread_create(&d->committer, NULL, committer_main, d)) rc = DV_ENOMEM;
+  if (rc) {
+    /* Tear down what exists; the committer never started. */
+    if (d->cur) snap_unref(d, d->cur);
+    ws_free(&d->overlay);
+    rocksdb_readoptions_destroy(d->ro_latest);
+    rocksdb_writeoptions_destroy(d->wo);
+    rocksdb_close(d->db);
+    rocksdb_options_destroy(d->opts);
+    rocksdb_block_based_options_destroy(d->bbto);
+    rocksdb_cache_destroy(d->cache);
+    close(fd);
+    dv_free(d);
+    return rc;
+  }
+  *out_db = &d->base;
+  return 0;
+}
+
+static const kv_methods rocks_methods = {
+    .name = "rocks",
+    .close = r_close,
+    .db_version = r_db_version,
+    .txn_begin = r_txn_begin,
+    .txn_reset = r_txn_reset,
+    .txn_destroy = r_txn_destroy,
+    .get_read_version = r_get_read_version,
+    .get = r_get,
+    .iter_begin = r_iter_begin,
+    .iter_next = r_iter_next,
+    .iter_free = r_iter_free,
+    .set = r_set,
+    .clear = r_clear,
+    .clear_range = r_clear_range,
+    .atomic = r_atomic,
+    .set_vs_key = r_set_vs_key,
+    .set_vs_value = r_set_vs_value,
+    .add_conflict_range = r_add_conflict_range,
+    .commit_async = r_commit_async,
+    .get_committed_version = r_get_committed_version,
+    .get_versionstamp = r_get_versionstamp,
+    .watch_add = r_watch_add,
+    .watch_free = r_watch_free,
+    .set_timeout_ms = r_set_timeout_ms,
+};
