@@ -178,6 +178,8 @@ int64_t kv_db_version(kv_db *db) { return db->m->db_version(db); }
 
 const char *kv_db_backend(kv_db *db) { return db->m->name; }
 
+int kv_compact(kv_db *db) { return db->m->compact ? db->m->compact(db) : 0; }
+
 int kv_txn_begin(kv_db *db, kv_txn **out_txn) { return db->m->txn_begin(db, out_txn); }
 
 void kv_txn_reset(kv_txn *t) {

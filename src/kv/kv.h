@@ -105,6 +105,12 @@ int64_t kv_db_version(kv_db *db);
 /* Backend name ("rocks", "fdb", "fault(rocks)"), for logs and /_node. */
 const char *kv_db_backend(kv_db *db);
 
+/* Ask the backend to reorganise storage now (the embedded engine compacts
+ * RocksDB over the whole keyspace; on FoundationDB it is a no-op). Blocks
+ * until done; safe while other threads read and commit. CouchDB's
+ * `_compact` maps here. Returns 0 or DV_EIO. */
+int kv_compact(kv_db *db);
+
 /* ---- transactions ------------------------------------------------------ */
 
 /* Create a transaction. Its read version is taken lazily at the first read

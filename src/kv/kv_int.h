@@ -41,6 +41,7 @@ typedef struct kv_methods {
   int (*watch_add)(kv_txn *t, const uint8_t *k, size_t kl, kv_watch_cb cb, void *arg, kv_watch **out);
   void (*watch_free)(kv_watch *w);
   int (*set_timeout_ms)(kv_txn *t, int ms);
+  int (*compact)(kv_db *db);                          /* may be NULL: nothing to do */
 } kv_methods;
 
 struct kv_db {
