@@ -216,7 +216,9 @@ int kv_add_conflict_range(kv_txn *txn, const void *begin, size_t begin_len, cons
 /* ---- commit ------------------------------------------------------------ */
 
 /* Completion of an asynchronous commit: rc is 0 or a DV_E* error. Runs on
- * the backend's thread; must not block. */
+ * the backend's thread (or at once on the caller's); must not block — in
+ * particular it must not call kv_commit — but it may reset or destroy the
+ * transaction. */
 typedef void (*kv_commit_cb)(kv_txn *txn, int rc, void *arg);
 
 /* Start committing. The callback runs exactly once (possibly before this
@@ -257,7 +259,9 @@ int kv_set_timeout_ms(kv_txn *txn, int ms);       /* 0 = none; then DV_ETIMED_OU
 /* ---- watches ----------------------------------------------------------- */
 
 /* Called once: rc 0 when the key's value changed, or DV_ECANCELLED /
- * another error. Runs on the backend's thread; must not block. */
+ * another error. Runs on the backend's thread (or, for a cancellation, on
+ * the thread calling kv_watch_free); must not block and must not call
+ * kv_watch_free on its own watch — signal another thread to do that. */
 typedef void (*kv_watch_cb)(void *arg, int rc);
 
 /* Watch a key: the watch is registered when the transaction commits (as
