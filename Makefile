@@ -25,7 +25,7 @@ LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) -lpthread -lm $(LDLIBS)
 LDFLAGS_ALL = $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
 LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*/*.c))
-TEST_SRC  := $(wildcard test/*.c test/*/*.c)
+TEST_SRC  := $(filter-out test/fuzz/%,$(wildcard test/*.c test/*/*.c))
 BENCH_SRC := $(wildcard bench/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
 

@@ -20,7 +20,9 @@ void buf_reset(dv_buf *b) {
 
 int buf_reserve(dv_buf *b, size_t more) {
   if (b->oom) return DV_ENOMEM;
-  if (b->cap - b->len >= more) return 0;
+  /* A buffer that never allocated still gets its NUL terminator's byte,
+   * so p is never NULL after a successful reserve. */
+  if (b->p && b->cap - b->len >= more) return 0;
   size_t need = b->len + more;
   if (need < b->len) { b->oom = 1; return DV_ENOMEM; } /* overflow */
   size_t cap = b->cap ? b->cap : 64;

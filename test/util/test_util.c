@@ -41,6 +41,16 @@ TEST(buf_grow) {
   buf_free(&b);
 }
 
+TEST(buf_empty_append) {
+  dv_buf b = DV_BUF_INIT;
+  buf_append(&b, "", 0);          /* nothing appended, but p is valid */
+  ASSERT(b.p != NULL);
+  ASSERT_EQ(b.len, 0);
+  ASSERT_EQ(b.p[0], 0);
+  ASSERT(buf_extend(&b, 0) != NULL);
+  buf_free(&b);
+}
+
 TEST(alloc_fail) {
   dv_buf b = DV_BUF_INIT;
   dv_alloc_fail_after(0);

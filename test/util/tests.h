@@ -2,4 +2,5 @@
 #define UTIL_TESTS(X) \
   X(err_table, 5) \
   X(buf_grow, 5) \
+  X(buf_empty_append, 5) \
   X(alloc_fail, 5)
