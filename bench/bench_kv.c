@@ -1,0 +1,415 @@
+/* bench_kv.c — how fast the embedded kv engine is, next to RocksDB itself.
+ *
+ *   build/<cc>/bench/bench_kv [seconds_per_run]      (make bench runs it)
+ *
+ * Measures, each as the median of 3 runs:
+ *   - durable commits/s of 1-key transactions through kv_run with 1, 8 and
+ *     64 committer threads (group commit is what makes 64 beat 1);
+ *   - RocksDB's own synced single-put rate (rocksdb_put, sync=1, one
+ *     thread, on a separate directory), the peer the 1-thread rate is
+ *     compared with;
+ *   - on a store of 1,000,000 keys (tuple-like 20-40 byte keys with long
+ *     shared prefixes, 100-byte values, loaded in 5,000-key transactions):
+ *     random point gets/s on one thread through kv.h, and full-range
+ *     iterator scans of the whole key prefix in keys/s, before and after
+ *     kv_compact;
+ *   - RocksDB's own random gets on the same files afterwards (the peer);
+ *   - the process RSS after loading and after reading.
+ * It prints a table and the ratios the design sets bars for; a missed bar
+ * is printed as MISSED, never hidden. It is a measurement, not a test: it
+ * always exits 0 unless something fails outright.
+ */
+#define _GNU_SOURCE
+#include <ftw.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kv/kv.h"
+
+#define REPS 3
+#define NKEYS 1000000
+#define LOAD_TXN_KEYS 5000
+#define GETS_PER_TXN 1000
+
+static double run_secs = 2.0; /* per measured run */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "bench_kv: %s: %s (%d)\n", what, dv_err_name(rc), rc);
+  exit(1);
+}
+
+static long rss_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+  fclose(f);
+  return kb;
+}
+
+static int dcmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median3(double v[REPS]) {
+  double s[REPS];
+  memcpy(s, v, sizeof s);
+  qsort(s, REPS, sizeof *s, dcmp);
+  return s[REPS / 2];
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb; (void)flag; (void)f;
+  return remove(p);
+}
+
+static uint64_t rnd(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* ---- commit rate ---------------------------------------------------------- */
+
+typedef struct cw {
+  kv_db *db;           /* store */
+  int tid;             /* thread index */
+  atomic_int *stop;    /* 1 when time is up */
+  long commits;        /* committed transactions */
+  long seq;            /* next key number */
+  int run;             /* run number, for distinct keys */
+} cw;
+
+static int put_fn(kv_txn *t, void *arg) {
+  cw *w = arg;
+  char k[48];
+  static const char val[100] = "a one-key transaction's value, about a hundred bytes long ........................";
+  int kl = snprintf(k, sizeof k, "commit/%d/%03d/%010ld", w->run, w->tid, w->seq);
+  return kv_set(t, k, (size_t)kl, val, sizeof val);
+}
+
+static void *commit_loop(void *arg) {
+  cw *w = arg;
+  while (!atomic_load(w->stop)) {
+    int rc = kv_run(w->db, put_fn, w);
+    if (rc) die("kv_run", rc);
+    w->seq++;
+    w->commits++;
+  }
+  return NULL;
+}
+
+static double commit_rate(kv_db *db, int threads, int run) {
+  atomic_int stop = 0;
+  cw *w = calloc((size_t)threads, sizeof *w);
+  pthread_t *th = calloc((size_t)threads, sizeof *th);
+  for (int i = 0; i < threads; i++) {
+    w[i].db = db;
+    w[i].tid = i;
+    w[i].stop = &stop;
+    w[i].run = run;
+  }
+  double t0 = now_s();
+  for (int i = 0; i < threads; i++) pthread_create(&th[i], NULL, commit_loop, &w[i]);
+  struct timespec ts = {(time_t)run_secs, (long)((run_secs - (double)(time_t)run_secs) * 1e9)};
+  nanosleep(&ts, NULL);
+  atomic_store(&stop, 1);
+  long total = 0;
+  for (int i = 0; i < threads; i++) {
+    pthread_join(th[i], NULL);
+    total += w[i].commits;
+  }
+  double el = now_s() - t0;
+  free(w);
+  free(th);
+  return (double)total / el;
+}
+
+/* RocksDB alone: synced single puts, one thread. */
+static double raw_put_rate(const char *dir) {
+  rocksdb_options_t *o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  char *err = NULL;
+  rocksdb_t *db = rocksdb_open(o, dir, &err);
+  if (err) {
+    fprintf(stderr, "bench_kv: rocksdb_open: %s\n", err);
+    exit(1);
+  }
+  rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+  rocksdb_writeoptions_set_sync(wo, 1);
+  static const char val[100] = "raw";
+  long n = 0;
+  double t0 = now_s(), el;
+  while ((el = now_s() - t0) < run_secs) {
+    char k[48];
+    int kl = snprintf(k, sizeof k, "raw/%010ld", n);
+    rocksdb_put(db, wo, k, (size_t)kl, val, sizeof val, &err);
+    if (err) {
+      fprintf(stderr, "bench_kv: rocksdb_put: %s\n", err);
+      exit(1);
+    }
+    n++;
+  }
+  rocksdb_writeoptions_destroy(wo);
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+  return (double)n / el;
+}
+
+/* ---- the 1M-key store ------------------------------------------------------- */
+
+/* A tuple-like key: ("divan", 1, db, "d", docid, NotDeleted, revpos, field)
+ * — 20-40 bytes, long shared prefixes, i in [0, NKEYS). */
+static size_t make_key(uint8_t *out, long i) {
+  static const uint8_t prefix[] = {0x02, 'd', 'i', 'v', 'a', 'n', 0x00, 0x15, 0x01, 0x15};
+  size_t n = 0;
+  memcpy(out, prefix, sizeof prefix);
+  n += sizeof prefix;
+  out[n++] = (uint8_t)(1 + i / 250000); /* database prefix */
+  out[n++] = 0x02;
+  out[n++] = 'd';
+  out[n++] = 0x00;
+  out[n++] = 0x02;
+  long doc = i / 10;
+  n += (size_t)sprintf((char *)out + n, "doc-%07ld", doc);
+  out[n++] = 0x00;
+  out[n++] = 0x27; /* live */
+  out[n++] = 0x15;
+  out[n++] = (uint8_t)(1 + doc % 3);
+  out[n++] = 0x02;
+  static const char *fields[] = {"a", "name", "address", "tags", "x", "created_at", "y", "profile", "z", "id"};
+  const char *f = fields[i % 10];
+  size_t fl = strlen(f);
+  memcpy(out + n, f, fl);
+  n += fl;
+  out[n++] = 0x00;
+  return n;
+}
+
+static void load(kv_db *db) {
+  kv_txn *t;
+  int rc = kv_txn_begin(db, &t);
+  if (rc) die("kv_txn_begin", rc);
+  uint8_t k[64], v[100];
+  for (long i = 0; i < NKEYS; i++) {
+    size_t kl = make_key(k, i);
+    for (int j = 0; j < 100; j++) v[j] = (uint8_t)(i * 7 + j);
+    rc = kv_set(t, k, kl, v, sizeof v);
+    if (rc) die("kv_set", rc);
+    if ((i + 1) % LOAD_TXN_KEYS == 0 || i + 1 == NKEYS) {
+      rc = kv_commit(t);
+      if (rc) die("load commit", rc);
+      kv_txn_reset(t);
+    }
+  }
+  kv_txn_destroy(t);
+}
+
+static double get_rate(kv_db *db, uint64_t seed, int flags) {
+  kv_txn *t;
+  int rc = kv_txn_begin(db, &t);
+  if (rc) die("kv_txn_begin", rc);
+  uint8_t k[64];
+  long n = 0, miss = 0;
+  double t0 = now_s(), el;
+  while ((el = now_s() - t0) < run_secs) {
+    for (int i = 0; i < GETS_PER_TXN; i++) {
+      size_t kl = make_key(k, (long)(rnd(&seed) % NKEYS));
+      const uint8_t *v;
+      size_t vl;
+      int found;
+      rc = kv_get(t, k, kl, flags, &v, &vl, &found);
+      if (rc) die("kv_get", rc);
+      miss += !found;
+    }
+    n += GETS_PER_TXN;
+    kv_txn_reset(t);
+  }
+  kv_txn_destroy(t);
+  if (miss) fprintf(stderr, "bench_kv: %ld gets missed\n", miss);
+  return (double)n / el;
+}
+
+static double scan_rate(kv_db *db) {
+  kv_txn *t;
+  kv_iter *it;
+  kv_pair p;
+  int rc = kv_txn_begin(db, &t);
+  if (rc) die("kv_txn_begin", rc);
+  double t0 = now_s();
+  /* Every key of the store lies under the tuple prefix ("divan",). */
+  rc = kv_iter_begin(t, "\x02" "divan\x00", 7, "\x02" "divan\x01", 7, 0, 0, &it);
+  if (rc) die("kv_iter_begin", rc);
+  long n = 0;
+  size_t bytes = 0;
+  while ((rc = kv_iter_next(it, &p)) == 1) {
+    n++;
+    bytes += p.key_len + p.val_len;
+  }
+  if (rc) die("kv_iter_next", rc);
+  kv_iter_free(it);
+  double el = now_s() - t0;
+  kv_txn_destroy(t);
+  if (n != NKEYS) fprintf(stderr, "bench_kv: scan saw %ld keys, want %d\n", n, NKEYS);
+  (void)bytes;
+  return (double)n / el;
+}
+
+/* RocksDB alone: random gets on the compacted files, with the engine's
+ * table options (256 MB block cache, 10-bit bloom filter). */
+static double raw_get_rate(const char *dir, uint64_t seed) {
+  rocksdb_options_t *o = rocksdb_options_create();
+  rocksdb_block_based_table_options_t *bbto = rocksdb_block_based_options_create();
+  rocksdb_cache_t *cache = rocksdb_cache_create_lru(256 << 20);
+  rocksdb_block_based_options_set_block_cache(bbto, cache);
+  rocksdb_block_based_options_set_filter_policy(bbto, rocksdb_filterpolicy_create_bloom(10));
+  rocksdb_options_set_block_based_table_factory(o, bbto);
+  char *err = NULL;
+  rocksdb_t *db = rocksdb_open(o, dir, &err);
+  if (err) {
+    fprintf(stderr, "bench_kv: rocksdb_open %s: %s\n", dir, err);
+    exit(1);
+  }
+  rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+  uint8_t k[64];
+  long n = 0, miss = 0;
+  double t0 = now_s(), el;
+  while ((el = now_s() - t0) < run_secs) {
+    for (int i = 0; i < GETS_PER_TXN; i++) {
+      size_t kl = make_key(k, (long)(rnd(&seed) % NKEYS));
+      rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(db, ro, (const char *)k, kl, &err);
+      if (err) {
+        fprintf(stderr, "bench_kv: rocksdb_get: %s\n", err);
+        exit(1);
+      }
+      miss += !ps;
+      rocksdb_pinnableslice_destroy(ps);
+    }
+    n += GETS_PER_TXN;
+  }
+  if (miss) fprintf(stderr, "bench_kv: %ld raw gets missed\n", miss);
+  rocksdb_readoptions_destroy(ro);
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+  rocksdb_block_based_options_destroy(bbto);
+  rocksdb_cache_destroy(cache);
+  return (double)n / el;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void row(const char *what, double v[REPS], const char *unit) {
+  printf("  %-44s %12.0f %-8s (runs: %.0f, %.0f, %.0f)\n", what, median3(v), unit, v[0], v[1], v[2]);
+}
+
+static void bar(const char *what, double value, double want, const char *fmt) {
+  printf("  %-44s ", what);
+  printf(fmt, value);
+  printf("   bar ");
+  printf(fmt, want);
+  printf("   %s\n", value >= want ? "met" : "MISSED");
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc > 1) run_secs = atof(argv[1]);
+  if (run_secs <= 0) run_secs = 2.0;
+  const char *tmp = getenv("TMPDIR");
+  char base[256];
+  snprintf(base, sizeof base, "%s/divan-bench-XXXXXX", tmp ? tmp : "/tmp");
+  if (!mkdtemp(base)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  char dcommit[300], draw[300], dload[300];
+  snprintf(dcommit, sizeof dcommit, "%s/commit", base);
+  snprintf(draw, sizeof draw, "%s/raw", base);
+  snprintf(dload, sizeof dload, "%s/load", base);
+  double t_start = now_s();
+
+  printf("bench_kv: %d runs of %.1f s each, median shown; store under %s\n", REPS, run_secs, base);
+  static const int nthreads[] = {1, 8, 64};
+  double commits[3][REPS], raw[REPS];
+  kv_db *db;
+  int rc = kv_open_rocks(dcommit, NULL, &db);
+  if (rc) die("kv_open_rocks", rc);
+  for (int r = 0; r < REPS; r++) {
+    for (int c = 0; c < 3; c++) commits[c][r] = commit_rate(db, nthreads[c], r);
+  }
+  kv_close(db);
+  for (int r = 0; r < REPS; r++) {
+    char d[320];
+    snprintf(d, sizeof d, "%s-%d", draw, r);
+    raw[r] = raw_put_rate(d);
+  }
+
+  printf("\ndurable commits (1-key transactions, kv_run, synced group commit)\n");
+  row("kv commits/s, 1 committer thread", commits[0], "/s");
+  row("kv commits/s, 8 committer threads", commits[1], "/s");
+  row("kv commits/s, 64 committer threads", commits[2], "/s");
+  row("rocksdb_put sync=1, 1 thread (peer)", raw, "/s");
+
+  /* The 1M-key store. */
+  rc = kv_open_rocks(dload, NULL, &db);
+  if (rc) die("kv_open_rocks", rc);
+  double t0 = now_s();
+  load(db);
+  double load_s = now_s() - t0;
+  long rss_loaded = rss_kb();
+  double gets[REPS], scans[REPS], gets_c[REPS], scans_c[REPS], gets_s[REPS], raw_gets[REPS];
+  for (int r = 0; r < REPS; r++) gets[r] = get_rate(db, 1000 + (uint64_t)r, 0);
+  for (int r = 0; r < REPS; r++) scans[r] = scan_rate(db);
+  long rss_read = rss_kb();
+  t0 = now_s();
+  rc = kv_compact(db);
+  if (rc) die("kv_compact", rc);
+  double compact_s = now_s() - t0;
+  for (int r = 0; r < REPS; r++) gets_c[r] = get_rate(db, 2000 + (uint64_t)r, 0);
+  for (int r = 0; r < REPS; r++) gets_s[r] = get_rate(db, 3000 + (uint64_t)r, KV_SNAPSHOT);
+  for (int r = 0; r < REPS; r++) scans_c[r] = scan_rate(db);
+  long rss_after = rss_kb();
+  kv_close(db);
+  for (int r = 0; r < REPS; r++) raw_gets[r] = raw_get_rate(dload, 4000 + (uint64_t)r);
+
+  printf("\nstore of %d keys (20-40 byte tuple-like keys, 100-byte values)\n", NKEYS);
+  printf("  %-44s %12.1f s    (%.0f keys/s, %d-key transactions)\n", "load", load_s, NKEYS / load_s,
+         LOAD_TXN_KEYS);
+  row("random gets/s, 1 thread, as loaded", gets, "/s");
+  row("scan keys/s, 1 thread, as loaded", scans, "/s");
+  printf("  %-44s %12.1f s\n", "kv_compact", compact_s);
+  row("random gets/s, 1 thread, compacted", gets_c, "/s");
+  row("scan keys/s, 1 thread, compacted", scans_c, "/s");
+  row("random snapshot gets/s, compacted", gets_s, "/s");
+  row("rocksdb_get/s on the same files (peer)", raw_gets, "/s");
+  printf("  %-44s %12ld MB\n", "RSS after loading", rss_loaded / 1024);
+  printf("  %-44s %12ld MB\n", "RSS after reading (before compaction)", rss_read / 1024);
+  printf("  %-44s %12ld MB\n", "RSS after compaction and reading", rss_after / 1024);
+
+  printf("\nbars\n");
+  bar("64-committer / 1-committer commit rate", median3(commits[2]) / median3(commits[0]), 10.0, "%8.2fx");
+  bar("1-committer rate / raw synced put rate", median3(commits[0]) / median3(raw), 0.8, "%8.2fx");
+  bar("random gets/s (as loaded)", median3(gets), 300000, "%8.0f");
+  bar("random gets/s (compacted)", median3(gets_c), 300000, "%8.0f");
+  bar("scan keys/s (as loaded)", median3(scans), 2000000, "%8.0f");
+  bar("scan keys/s (compacted)", median3(scans_c), 2000000, "%8.0f");
+  printf("\n(total %.0f s)\n", now_s() - t_start);
+
+  nftw(base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  return 0;
+}
