@@ -167,7 +167,9 @@ void kv_iter_free(kv_iter *it);
 
 /* Convenience: read up to `limit` pairs of [begin, end) into an array owned
  * by the transaction (valid until reset/destroy). *out_more is 1 when the
- * limit stopped the read before the end of the range. */
+ * limit was reached: there may be more keys (as FDB's `more`, it can be 1
+ * when exactly `limit` keys remained; looking further would widen the read
+ * conflict range). Continue from the last key to be sure. */
 int kv_get_range(kv_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len,
                  int limit, int flags, kv_pair **out_pairs, int *out_count, int *out_more) DV_MUST_CHECK;
 
