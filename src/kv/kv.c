@@ -326,10 +326,17 @@ static void commit_done(kv_txn *t, int rc, void *arg) {
   w.cb(t, rc, w.arg);
 }
 
+/* What every commit checks before the backend sees it. */
+static int commit_check(kv_txn *t) {
+  if (t->committing) return DV_EUSED_DURING_COMMIT;
+  if (t->err) return t->err;
+  if (t->bytes > KV_MAX_TXN_BYTES) return fail(t, DV_ETXN_TOO_LARGE);
+  return 0;
+}
+
 void kv_commit_async(kv_txn *t, kv_commit_cb cb, void *arg) {
-  if (t->committing) { cb(t, DV_EUSED_DURING_COMMIT, arg); return; }
-  if (t->err) { cb(t, t->err, arg); return; }
-  if (t->bytes > KV_MAX_TXN_BYTES) { cb(t, fail(t, DV_ETXN_TOO_LARGE), arg); return; }
+  int rc = commit_check(t);
+  if (rc) { cb(t, rc, arg); return; }
   struct commit_wrap *w = dv_malloc(sizeof *w);
   if (!w) { cb(t, fail(t, DV_ENOMEM), arg); return; }
   w->cb = cb;
@@ -355,6 +362,16 @@ static void commit_wake(kv_txn *t, int rc, void *arg) {
 }
 
 int kv_commit(kv_txn *t) {
+  if (t->m->commit_sync) {
+    int rc = commit_check(t);
+    if (rc) return rc;
+    t->committing = 1;
+    rc = t->m->commit_sync(t);
+    t->committing = 0;
+    if (rc) fail(t, rc);
+    else t->retries = 0;
+    return rc;
+  }
   struct commit_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   kv_commit_async(t, commit_wake, &w);
   pthread_mutex_lock(&w.mu);

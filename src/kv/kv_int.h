@@ -36,6 +36,7 @@ typedef struct kv_methods {
   int (*set_vs_value)(kv_txn *t, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl);
   int (*add_conflict_range)(kv_txn *t, const uint8_t *b, size_t bl, const uint8_t *e, size_t el, int type);
   void (*commit_async)(kv_txn *t, kv_commit_cb cb, void *arg);
+  int (*commit_sync)(kv_txn *t);                      /* may be NULL: async + wait */
   int (*get_committed_version)(kv_txn *t, int64_t *out);
   int (*get_versionstamp)(kv_txn *t, uint8_t out[KV_STAMP_LEN]);
   int (*watch_add)(kv_txn *t, const uint8_t *k, size_t kl, kv_watch_cb cb, void *arg, kv_watch **out);
