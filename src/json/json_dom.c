@@ -11,30 +11,18 @@
 #include <string.h>
 
 #include "json/json.h"
+#include "json/json_int.h"
 
-static json_val *node(dv_arena *a, uint8_t type) {
-  json_val *v = arena_alloc_align(a, sizeof *v, 8);
-  if (v) {
-    v->type = type;
-    v->num = 0;
-    v->b = 0;
-    v->len = 0;
-    v->cap = 0;
-    v->u.s = NULL;
-  }
-  return v;
-}
-
-json_val *json_new_null(dv_arena *a) { return node(a, JSON_NULL); }
+json_val *json_new_null(dv_arena *a) { return json__node(a, JSON_NULL); }
 
 json_val *json_new_bool(dv_arena *a, int b) {
-  json_val *v = node(a, JSON_BOOL);
+  json_val *v = json__node(a, JSON_BOOL);
   if (v) v->b = b != 0;
   return v;
 }
 
 static json_val *num_node(dv_arena *a, const char *text, size_t n, json_numclass cls) {
-  json_val *v = node(a, JSON_NUMBER);
+  json_val *v = json__node(a, JSON_NUMBER);
   if (!v) return NULL;
   v->num = (uint8_t)cls;
   v->len = n;
@@ -68,7 +56,7 @@ json_val *json_new_number(dv_arena *a, const char *text, size_t n) {
 }
 
 json_val *json_new_string(dv_arena *a, const char *s, size_t n) {
-  json_val *v = node(a, JSON_STRING);
+  json_val *v = json__node(a, JSON_STRING);
   if (!v) return NULL;
   v->len = n;
   v->u.s = arena_memdup(a, s, n);
@@ -77,9 +65,9 @@ json_val *json_new_string(dv_arena *a, const char *s, size_t n) {
 
 json_val *json_new_stringz(dv_arena *a, const char *s) { return json_new_string(a, s, strlen(s)); }
 
-json_val *json_new_array(dv_arena *a) { return node(a, JSON_ARRAY); }
+json_val *json_new_array(dv_arena *a) { return json__node(a, JSON_ARRAY); }
 
-json_val *json_new_object(dv_arena *a) { return node(a, JSON_OBJECT); }
+json_val *json_new_object(dv_arena *a) { return json__node(a, JSON_OBJECT); }
 
 /* Make room for one more element in an array or object vector. */
 static int grow(dv_arena *a, json_val *c, size_t elem) {
@@ -159,7 +147,7 @@ int json_obj_del(json_val *obj, const char *key, size_t klen) {
 
 json_val *json_dup(dv_arena *a, const json_val *v) {
   if (!v) return NULL;
-  json_val *c = node(a, v->type);
+  json_val *c = json__node(a, v->type);
   if (!c) return NULL;
   c->num = v->num;
   c->b = v->b;

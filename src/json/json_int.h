@@ -82,4 +82,19 @@ static inline size_t json__utf8_seq(const uint8_t *p, const uint8_t *end) {
  * grammar; is_int says no fraction and no exponent) into out. */
 int json__num_canon(const char *s, size_t n, int is_int, json_num *out);
 
+/* A fresh DOM node of the given type from the arena (NULL on DV_ENOMEM);
+ * shared by the parser and the builders. */
+static inline __attribute__((always_inline)) json_val *json__node(dv_arena *a, uint8_t type) {
+  json_val *v = arena_alloc_align(a, sizeof *v, 8);
+  if (v) {
+    v->type = type;
+    v->num = 0;
+    v->b = 0;
+    v->len = 0;
+    v->cap = 0;
+    v->u.s = NULL;
+  }
+  return v;
+}
+
 #endif

@@ -568,19 +568,6 @@ static size_t dedupe(dom_ctx *c, json_member *m, size_t n) {
   return w;
 }
 
-static inline __attribute__((always_inline)) json_val *new_node(dv_arena *a, uint8_t type) {
-  json_val *v = arena_alloc_align(a, sizeof *v, 8);
-  if (v) {
-    v->type = type;
-    v->num = 0;
-    v->b = 0;
-    v->len = 0;
-    v->cap = 0;
-    v->u.s = NULL;
-  }
-  return v;
-}
-
 int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, json_val **out,
                json_err *err) {
   json_reader r;
@@ -602,7 +589,7 @@ int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, js
         if (!key) goto nomem;
         continue;
       case JSON_EV_STRING:
-        v = new_node(a, JSON_STRING);
+        v = json__node(a, JSON_STRING);
         if (!v) goto nomem;
         v->len = r.len;
         v->u.s = (r.escaped || copy) ? arena_memdup(a, r.str, r.len) : r.str;
@@ -612,7 +599,7 @@ int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, js
         json_num num;
         rc = json__num_canon(r.str, r.len, r.num_int, &num);
         if (rc) goto nomem;
-        v = new_node(a, JSON_NUMBER);
+        v = json__node(a, JSON_NUMBER);
         if (!v) goto nomem;
         v->num = (uint8_t)num.cls;
         v->len = num.len;
@@ -622,12 +609,12 @@ int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, js
       }
       case JSON_EV_TRUE:
       case JSON_EV_FALSE:
-        v = new_node(a, JSON_BOOL);
+        v = json__node(a, JSON_BOOL);
         if (!v) goto nomem;
         v->b = ev == JSON_EV_TRUE;
         break;
       case JSON_EV_NULL:
-        v = new_node(a, JSON_NULL);
+        v = json__node(a, JSON_NULL);
         if (!v) goto nomem;
         break;
       case JSON_EV_OBJ_BEGIN:
@@ -649,7 +636,7 @@ int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, js
         size_t cnt = c.ntmp - f->start;
         size_t n = cnt ? dedupe(&c, c.tmp + f->start, cnt) : 0;
         if (n == (size_t)-1) goto nomem;
-        v = new_node(a, JSON_OBJECT);
+        v = json__node(a, JSON_OBJECT);
         if (!v) goto nomem;
         if (n) {
           v->u.members = arena_alloc_align(a, n * sizeof(json_member), 8);
@@ -665,7 +652,7 @@ int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, js
       case JSON_EV_ARR_END: {
         frame *f = &c.fr[--c.nfr];
         size_t n = c.ntmp - f->start;
-        v = new_node(a, JSON_ARRAY);
+        v = json__node(a, JSON_ARRAY);
         if (!v) goto nomem;
         if (n) {
           v->u.items = arena_alloc_align(a, n * sizeof(json_val *), 8);

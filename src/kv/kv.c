@@ -345,20 +345,22 @@ void kv_commit_async(kv_txn *t, kv_commit_cb cb, void *arg) {
   t->m->commit_async(t, commit_done, w);
 }
 
-struct commit_wait {
-  pthread_mutex_t mu;  /* guards done/rc */
-  pthread_cond_t cv;   /* signalled on completion */
-  int done;            /* 1 once the callback ran */
-  int rc;              /* its result */
-};
-
-static void commit_wake(kv_txn *t, int rc, void *arg) {
-  struct commit_wait *w = arg;
+void kv__wait_cb(kv_txn *t, int rc, void *arg) {
+  kv__waiter *w = arg;
   pthread_mutex_lock(&w->mu);
   w->rc = rc;
   w->done = 1;
   pthread_cond_signal(&w->cv);
   pthread_mutex_unlock(&w->mu);
+}
+
+int kv__wait(kv__waiter *w) {
+  pthread_mutex_lock(&w->mu);
+  while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
+  pthread_mutex_unlock(&w->mu);
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->cv);
+  return w->rc;
 }
 
 int kv_commit(kv_txn *t) {
@@ -372,14 +374,9 @@ int kv_commit(kv_txn *t) {
     else t->retries = 0;
     return rc;
   }
-  struct commit_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-  kv_commit_async(t, commit_wake, &w);
-  pthread_mutex_lock(&w.mu);
-  while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
-  pthread_mutex_unlock(&w.mu);
-  pthread_mutex_destroy(&w.mu);
-  pthread_cond_destroy(&w.cv);
-  return w.rc;
+  kv__waiter w = KV__WAITER_INIT;
+  kv_commit_async(t, kv__wait_cb, &w);
+  return kv__wait(&w);
 }
 
 int kv_get_committed_version(kv_txn *t, int64_t *out) { return t->m->get_committed_version(t, out); }

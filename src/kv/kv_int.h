@@ -13,6 +13,8 @@
 #ifndef DV_KV_INT_H
 #define DV_KV_INT_H
 
+#include <pthread.h>
+
 #include "kv/kv.h"
 
 typedef struct kv_methods {
@@ -75,6 +77,18 @@ void kv__txn_init(kv_txn *t, const kv_methods *m, kv_db *db);
 /* Memory owned by the transaction until its reset or destroy (for values
  * handed out as borrowed). NULL on allocation failure. */
 void *kv__txn_alloc(kv_txn *t, size_t n);
+
+/* A blocking wait for one commit callback: kv__wait_cb is the callback,
+ * kv__wait blocks until it ran and returns its rc. */
+typedef struct kv__waiter {
+  pthread_mutex_t mu;  /* guards done/rc */
+  pthread_cond_t cv;   /* signalled on completion */
+  int done;            /* 1 once the callback ran */
+  int rc;              /* its result */
+} kv__waiter;
+#define KV__WAITER_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0}
+void kv__wait_cb(kv_txn *t, int rc, void *waiter);
+int kv__wait(kv__waiter *w);
 
 /* Byte order helpers for versionstamps and atomic ops. */
 void kv__stamp_make(uint8_t out[KV_STAMP_LEN], int64_t version, uint16_t order);
