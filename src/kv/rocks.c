@@ -527,6 +527,18 @@ static int node_value(riter *it, const ws_node *n, int store_here, kv_pair *out)
   }
 }
 
+/* Copy the pair into the iterator's scratch so the store iterator may
+ * move before the caller reads it. */
+static int pin_pair(riter *it, kv_pair *out) {
+  buf_reset(&it->scratch);
+  buf_append(&it->scratch, out->key, out->key_len);
+  buf_append(&it->scratch, out->val, out->val_len);
+  if (buf_error(&it->scratch)) return DV_ENOMEM;
+  out->key = it->scratch.p;
+  out->val = it->scratch.p + out->key_len;
+  return 0;
+}
+
 static int iter_step(riter *it, kv_pair *out) {
   rtxn *t = it->t;
   ws *w = &t->w;
@@ -564,15 +576,7 @@ static int iter_step(riter *it, kv_pair *out) {
          * seek past it now (copying the pair first: it may point into the
          * store iterator). */
         it->ri_step = 0;
-        if (rc == 1) {
-          /* Copy the pair so the seek can move the iterator now. */
-          buf_reset(&it->scratch);
-          buf_append(&it->scratch, out->key, out->key_len);
-          buf_append(&it->scratch, out->val, out->val_len);
-          if (buf_error(&it->scratch)) return DV_ENOMEM;
-          out->key = it->scratch.p;
-          out->val = it->scratch.p + out->key_len;
-        }
+        if (rc == 1 && pin_pair(it, out)) return DV_ENOMEM;
         if (it->wn) rocksdb_iter_seek(it->ri, (const char *)it->wn->key, it->wn->klen);
         else rocksdb_iter_seek_to_last(it->ri), rocksdb_iter_next(it->ri);
       }
@@ -582,14 +586,7 @@ static int iter_step(riter *it, kv_pair *out) {
       if (it->wn && it->wn->cleared_after) {
         /* (p, n) is cleared: jump the store to p's key or below. */
         it->ri_step = 0;
-        if (rc == 1) {
-          buf_reset(&it->scratch);
-          buf_append(&it->scratch, out->key, out->key_len);
-          buf_append(&it->scratch, out->val, out->val_len);
-          if (buf_error(&it->scratch)) return DV_ENOMEM;
-          out->key = it->scratch.p;
-          out->val = it->scratch.p + out->key_len;
-        }
+        if (rc == 1 && pin_pair(it, out)) return DV_ENOMEM;
         rocksdb_iter_seek_for_prev(it->ri, (const char *)it->wn->key, it->wn->klen);
       }
     }
