@@ -49,7 +49,22 @@
   X(INVALID_MUTATION,   -2018, 500, "internal_server_error", "Invalid mutation type.", 0) \
   X(TXN_TOO_LARGE,      -2101, 413, "too_large", "Transaction exceeds byte limit.", 0) \
   X(KEY_TOO_LARGE,      -2102, 413, "too_large", "Key length exceeds limit.", 0) \
-  X(VALUE_TOO_LARGE,    -2103, 413, "too_large", "Value length exceeds limit.", 0)
+  X(VALUE_TOO_LARGE,    -2103, 413, "too_large", "Value length exceeds limit.", 0) \
+  /* CouchDB semantics (store and above) */                                   \
+  X(NOT_FOUND,     -4001, 404, "not_found", "missing", 0)                       \
+  X(DELETED,       -4002, 404, "not_found", "deleted", 0)                       \
+  X(NO_DB,         -4003, 404, "not_found", "Database does not exist.", 0)      \
+  X(CONFLICT,      -4004, 409, "conflict", "Document update conflict.", 0)      \
+  X(DB_EXISTS,     -4005, 412, "file_exists", "The database could not be created, the file already exists.", 0) \
+  X(BAD_DB_NAME,   -4006, 400, "illegal_database_name", "Name: Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.", 0) \
+  X(BAD_DOCID,     -4007, 400, "illegal_docid", "Only reserved document ids may start with underscore.", 0) \
+  X(BAD_REV,       -4008, 400, "bad_request", "Invalid rev format", 0)          \
+  X(DOC_TOO_LARGE, -4009, 413, "document_too_large", "Document exceeds the maximum document size.", 0) \
+  X(PATH_TOO_LONG, -4010, 413, "document_too_large", "A path inside the document is longer than 10000 bytes.", 0) \
+  X(NOT_OBJECT,    -4011, 400, "bad_request", "Document must be a JSON object", 0) \
+  X(DOC_FIELD,     -4012, 400, "doc_validation", "Bad special document member", 0) \
+  X(BAD_REVS_LIMIT,-4013, 400, "bad_request", "_revs_limit must be a positive integer no larger than 4000", 0) \
+  X(BAD_SEQ,       -4014, 400, "bad_request", "Malformed sequence supplied in 'since' parameter.", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),
