@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/inspect.h"
+
 #define DIVAN_VERSION "0.1.0"
 
 static void usage(FILE *out) {
@@ -20,6 +22,8 @@ static void usage(FILE *out) {
           "usage:\n"
           "  divan serve [--data DIR] [--bind ADDR] [--port N] [--config FILE]\n"
           "      start the server (defaults: --data ./data --bind 127.0.0.1 --port 5984)\n"
+          "  divan inspect [--data DIR] [--db NAME]\n"
+          "      print every key and value of the store decoded as tuples\n"
           "  divan --help       this text\n"
           "  divan --version    print the version\n",
           DIVAN_VERSION);
@@ -78,6 +82,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "serve")) return cmd_serve(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "inspect")) return cli_inspect_main(argc - 2, argv + 2);
   fprintf(stderr, "divan: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

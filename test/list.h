@@ -3,5 +3,6 @@
 #include "tuple/tests.h"
 #include "json/tests.h"
 #include "kv/tests.h"
+#include "store/tests.h"
 
-#define TEST_LIST(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X)
+#define TEST_LIST(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X) STORE_TESTS(X)

@@ -9,4 +9,6 @@
   X(arena_many, 10) \
   X(arena_reset, 5) \
   X(arena_realloc, 5) \
-  X(arena_alloc_fail, 5)
+  X(arena_alloc_fail, 5) \
+  X(md5_vectors, 5) \
+  X(md5_long, 10)

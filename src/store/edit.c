@@ -1,0 +1,765 @@
+/* edit.c — writing documents: interactive edits and new_edits=false
+ * merges, over the revisions subspace with seed 000's cost profile.
+ *
+ * Data flow of store_update:
+ *   1. Outside any transaction, per edit: check the id, explode the body
+ *      once into key suffixes (body.h) — this checks max_document_size,
+ *      the 10 KB path limit and the KV budget — and digest it (rev hash).
+ *      A second edit of an id already in the call gets DV_ECONFLICT.
+ *   2. Group the edits into transactions of at most ST_TXN_BUDGET bytes.
+ *      Each group runs in st_run with a TxId (commit_unknown_result safe).
+ *   3. In the transaction, per edit (reads of the revisions subspace):
+ *        create, no parent      reverse range (P,"r",Id) limit 1
+ *        extend the winner      1 point read (the parent's KV)
+ *        extend a losing branch point read + reverse range limit 1 (2 trips)
+ *        delete the winner      reverse range limit 2 ending at the parent
+ *        new_edits=false        the whole (P,"r",Id) range
+ *      then: clear the replaced leaf's KV and its body range, write the
+ *      new leaf (the winner's value gets the Sequence as a versionstamped
+ *      value), rewrite the old/new winner's KV when its role or Sequence
+ *      changes, write the body, clear the old changes row (its Sequence is
+ *      on the old winner) and write the new one with a versionstamped key
+ *      (user version = the edit's index among this transaction's writes).
+ *   4. Once per transaction: counter ADDs, (P,"m","update_seq"), the
+ *      db_updates queue entry, the TxId.
+ * Rules (seed 000 "Key Changes", DESIGN.md "Update paths"): an edit must
+ * name a live leaf, else 409; no parent on a doc whose winner is deleted
+ * extends the deleted winner; a new_edits=false path that adds no
+ * revision writes nothing.
+ */
+#include <string.h>
+
+#include "store/body.h"
+#include "store/store_int.h"
+#include "util/alloc.h"
+#include "util/md5.h"
+
+/* ---- ids and special members ------------------------------------------------ */
+
+int store_docid_check(const char *id, size_t len, int local) {
+  if (!id || len == 0 || len > STORE_MAX_DOCID) return DV_EBAD_DOCID;
+  if (json_utf8_check(id, len, NULL)) return DV_EBAD_DOCID;
+  if (id[0] == '_') {
+    if (len > 8 && !memcmp(id, "_design/", 8)) return 0;
+    if (local && len > 7 && !memcmp(id, "_local/", 7)) return 0;
+    return DV_EBAD_DOCID;
+  }
+  return 0;
+}
+
+static int key_is(const json_member *m, const char *k) {
+  size_t n = strlen(k);
+  return m->klen == n && !memcmp(m->key, k, n);
+}
+
+int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_edit *e) {
+  memset(e, 0, sizeof *e);
+  if (!doc || doc->type != JSON_OBJECT) return DV_ENOT_OBJECT;
+  json_val *body = json_new_object(a);
+  if (!body) return DV_ENOMEM;
+  const json_val *rev = NULL, *revisions = NULL;
+  for (size_t i = 0; i < doc->len; i++) {
+    const json_member *m = &doc->u.members[i];
+    if (m->klen == 0 || m->key[0] != '_') {
+      if (json_obj_set(a, body, m->key, m->klen, m->val)) return DV_ENOMEM;
+      continue;
+    }
+    if (key_is(m, "_id")) {
+      if (m->val->type != JSON_STRING) return DV_EBAD_DOCID;
+      e->id = m->val->u.s;
+      e->id_len = m->val->len;
+    } else if (key_is(m, "_rev")) {
+      if (m->val->type != JSON_STRING) return DV_EBAD_REV;
+      rev = m->val;
+    } else if (key_is(m, "_deleted")) {
+      if (m->val->type != JSON_BOOL) return DV_EDOC_FIELD;
+      e->deleted = m->val->b;
+    } else if (key_is(m, "_revisions")) {
+      revisions = m->val;
+    } else if (key_is(m, "_conflicts") || key_is(m, "_deleted_conflicts") || key_is(m, "_revs_info") ||
+               key_is(m, "_local_seq")) {
+      /* CouchDB ignores these on write */
+    } else if (key_is(m, "_attachments")) {
+      return DV_ENOTSUP; /* attachments arrive with their own issue */
+    } else {
+      return DV_EDOC_FIELD;
+    }
+  }
+  e->body = body;
+  store_rev *path = NULL;
+  size_t n = 0;
+  if (revisions) {
+    const json_val *start = json_obj_getz(revisions, "start");
+    const json_val *ids = json_obj_getz(revisions, "ids");
+    int64_t st;
+    if (revisions->type != JSON_OBJECT || !start || start->type != JSON_NUMBER || !ids ||
+        ids->type != JSON_ARRAY || ids->len == 0 || json_num_int64(start->u.s, start->len, &st) ||
+        st < (int64_t)ids->len)
+      return DV_EBAD_REV;
+    path = arena_alloc(a, ids->len * sizeof *path);
+    if (!path) return DV_ENOMEM;
+    dv_buf t;
+    buf_init(&t);
+    for (size_t i = 0; i < ids->len; i++) {
+      const json_val *h = ids->u.items[i];
+      if (h->type != JSON_STRING) { buf_free(&t); return DV_EBAD_REV; }
+      buf_reset(&t);
+      buf_printf(&t, "%lld-", (long long)(st - (int64_t)i));
+      buf_append(&t, h->u.s, h->len);
+      int rc = buf_error(&t) ? DV_ENOMEM : store_rev_parse((const char *)t.p, t.len, a, &path[i]);
+      if (rc) { buf_free(&t); return rc; }
+    }
+    buf_free(&t);
+    n = ids->len;
+  }
+  store_rev r0 = {0};
+  if (rev) {
+    int rc = store_rev_parse(rev->u.s, rev->len, a, &r0);
+    if (rc) return rc;
+  }
+  if (new_edits) {
+    if (rev) e->parent = r0;
+    else if (n) e->parent = path[0];
+  } else {
+    if (n) {
+      e->path = path;
+      e->path_len = n;
+    } else if (rev) {
+      store_rev *p1 = arena_alloc(a, sizeof *p1);
+      if (!p1) return DV_ENOMEM;
+      *p1 = r0;
+      e->path = p1;
+      e->path_len = 1;
+    } else {
+      return DV_EBAD_REV;
+    }
+  }
+  return 0;
+}
+
+/* ---- per-edit preparation ------------------------------------------------------ */
+
+typedef struct ed {
+  store_edit *e;        /* the caller's edit */
+  dv_buf kvs;           /* exploded body: [u32 klen][key][u32 vlen][val]… (suffixes) */
+  size_t n_kvs;         /* leaves */
+  size_t kv_bytes;      /* their key+value bytes (suffixes only) */
+  int64_t json_size;    /* compact JSON bytes of the body */
+  int empty;            /* body has no members */
+  uint8_t digest[16];   /* body_digest */
+  uint8_t newh[16];     /* the new rev's hash (interactive) */
+  int kept_rc;          /* results of a maybe-committed attempt */
+  store_rev kept_rev;
+  uint8_t kept_h[16];
+} ed;
+
+static int emit_buf(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
+  ed *d = arg;
+  uint32_t a = (uint32_t)kl, b = (uint32_t)vl;
+  buf_append(&d->kvs, &a, 4);
+  buf_append(&d->kvs, k, kl);
+  buf_append(&d->kvs, &b, 4);
+  buf_append(&d->kvs, v, vl);
+  d->n_kvs++;
+  return buf_error(&d->kvs);
+}
+
+/* Longest (P,"d",Id,NotDeleted,Pos,Hash) this edit can produce. */
+static size_t doc_prefix_max(const store *s, const store_edit *e) {
+  size_t hash = 2 + 2 * 16; /* 0x01, 16 bytes each escaped at worst, 0x00 */
+  if (e->path_len && e->path[0].raw) hash = 2 + 2 * (size_t)e->path[0].len;
+  /* root + (1, prefix int ≤ 9) + "d" + id (escaped ≤ 2x) + bool + pos ≤ 9 */
+  return s->root_len + 1 + 9 + 3 + 2 + 2 * e->id_len + 1 + 9 + hash;
+}
+
+static int prepare(store *s, ed *d) {
+  store_edit *e = d->e;
+  int rc = store_docid_check(e->id, e->id_len, 0);
+  if (rc) return rc;
+  if (e->body && e->body->type != JSON_OBJECT) return DV_ENOT_OBJECT;
+  if (e->path_len) {
+    for (size_t i = 0; i < e->path_len; i++)
+      if (e->path[i].pos != e->path[0].pos - (int64_t)i || e->path[i].pos < 1) return DV_EBAD_REV;
+  }
+  static const json_val empty_obj = {.type = JSON_OBJECT};
+  const json_val *body = e->body ? e->body : &empty_obj;
+  d->json_size = (int64_t)body_json_size(body);
+  if ((size_t)d->json_size > s->max_doc) return DV_EDOC_TOO_LARGE;
+  d->empty = body->len == 0;
+  size_t pmax = doc_prefix_max(s, e);
+  if (pmax >= KV_MAX_KEY) return DV_EBAD_DOCID;
+  body_limits lim = {.max_key = KV_MAX_KEY - pmax, .max_kv_bytes = ST_DOC_KV_BUDGET};
+  rc = body_explode(body, NULL, 0, &lim, emit_buf, d, &d->kv_bytes);
+  if (rc) return rc;
+  if (d->kv_bytes + d->n_kvs * pmax > ST_DOC_KV_BUDGET) return DV_EDOC_TOO_LARGE;
+  dv_md5 m;
+  dv_md5_init(&m);
+  body_digest(body, &m);
+  dv_md5_final(&m, d->digest);
+  return 0;
+}
+
+/* ---- reads of the revisions subspace (counted) -------------------------------------- */
+
+static int read_range(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const dv_buf *end_key,
+                      int limit, int flags, dv_arena *a, st_branch **out, int *out_n) {
+  dv_buf b, e;
+  buf_init(&b);
+  buf_init(&e);
+  tup_w w;
+  st_key_doc(x, &b, &w, ST_SUB_REV, id, id_len);
+  size_t off = b.len;
+  if (end_key) buf_append(&e, end_key->p, end_key->len);
+  else {
+    buf_append(&e, b.p, b.len);
+    buf_putc(&e, 0xff);
+  }
+  kv_pair *pairs;
+  int n = 0, more;
+  int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
+  if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, limit, flags, &pairs, &n, &more);
+  if (!rc) st_count_read((size_t)n);
+  st_branch *brs = NULL;
+  if (!rc && n) {
+    brs = arena_alloc(a, (size_t)n * sizeof *brs);
+    if (!brs) rc = DV_ENOMEM;
+  }
+  for (int i = 0; !rc && i < n; i++)
+    rc = st_branch_decode(a, pairs[i].key, pairs[i].key_len, off, pairs[i].val, pairs[i].val_len, &brs[i]);
+  buf_free(&b);
+  buf_free(&e);
+  if (rc) return rc;
+  *out = brs;
+  *out_n = n;
+  return 0;
+}
+
+/* The winner (last KV), if any. */
+static int read_winner(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, dv_arena *a, st_branch *w,
+                       int *found) {
+  st_branch *brs;
+  int n;
+  int rc = read_range(txn, x, id, id_len, NULL, 1, KV_REVERSE, a, &brs, &n);
+  if (rc) return rc;
+  *found = n;
+  if (n) {
+    if (!brs[0].winner) return DV_ECORRUPT;
+    *w = brs[0];
+  }
+  return 0;
+}
+
+/* ---- writes ---------------------------------------------------------------- */
+
+struct deltas {
+  int64_t dc, ddc, sa, se; /* doc_count, doc_del_count, size_active, size_external */
+};
+
+static int clear_leaf(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br) {
+  dv_buf k, e;
+  buf_init(&k);
+  buf_init(&e);
+  st_branch_key(x, &k, id, id_len, br->deleted, &br->rev);
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
+  if (!rc) {
+    tup_w w;
+    st_key_doc(x, &k, &w, ST_SUB_DOC, id, id_len);
+    tup_bool(&w, !br->deleted);
+    tup_int(&w, br->rev.pos);
+    st_put_hash(&w, &br->rev);
+    buf_append(&e, k.p, k.len);
+    buf_putc(&e, 0xff);
+    rc = buf_error(&k) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, k.p, k.len, e.p, e.len);
+  }
+  buf_free(&k);
+  buf_free(&e);
+  return rc;
+}
+
+static int write_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br,
+                      const ed *d) {
+  if (br->deleted && d->empty) return 0; /* a plain deletion stores no body */
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_doc(x, &k, &w, ST_SUB_DOC, id, id_len);
+  tup_bool(&w, !br->deleted);
+  tup_int(&w, br->rev.pos);
+  st_put_hash(&w, &br->rev);
+  size_t plen = k.len;
+  static const uint8_t meta[] = {0x14}; /* (DocFormat 0,) */
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, meta, sizeof meta);
+  const uint8_t *p = d->kvs.p, *end = d->kvs.p + d->kvs.len;
+  while (!rc && p < end) {
+    uint32_t kl, vl;
+    memcpy(&kl, p, 4);
+    p += 4;
+    k.len = plen;
+    buf_append(&k, p, kl);
+    p += kl;
+    memcpy(&vl, p, 4);
+    p += 4;
+    rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, p, vl);
+    p += vl;
+  }
+  buf_free(&k);
+  return rc;
+}
+
+/* Clear the old changes row (if any), write the winner's new one. */
+static int write_change(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *old_w,
+                        const st_branch *new_w, int64_t bc, uint16_t uv) {
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  tup_w w;
+  int rc = 0;
+  if (old_w) {
+    st_key_db(x, &k, &w, ST_SUB_CHG);
+    tup_int(&w, old_w->seq.inc);
+    tup_vs(&w, old_w->seq.vs);
+    rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
+  }
+  if (!rc) {
+    st_key_db(x, &k, &w, ST_SUB_CHG);
+    tup_int(&w, x->inc);
+    tup_vs_incomplete(&w, uv);
+    rc = tup_w_finish_vs(&w);
+  }
+  if (!rc) {
+    tup_w_init(&w, &v);
+    tup_int(&w, 0);
+    tup_str(&w, id, id_len);
+    tup_int(&w, new_w->rev.pos);
+    st_put_hash(&w, &new_w->rev);
+    tup_int(&w, bc);
+    tup_bool(&w, !new_w->deleted);
+    rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_key(txn, k.p, k.len, v.p, v.len);
+  }
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}
+
+static void count(struct deltas *dl, const st_branch *old_w, const st_branch *new_w, int64_t replaced_kv,
+                  int64_t new_kv) {
+  dl->dc += !new_w->deleted - (old_w && !old_w->deleted);
+  dl->ddc += new_w->deleted - (old_w && old_w->deleted);
+  dl->se += (new_w->deleted ? 0 : new_w->json_size) - (old_w && !old_w->deleted ? old_w->json_size : 0);
+  dl->sa += new_kv - replaced_kv;
+}
+
+static int64_t leaf_kv_size(const ed *d, size_t plen) {
+  if (d->empty && d->e->deleted) return 0;
+  return (int64_t)(d->kv_bytes + (d->n_kvs + 1) * plen + 1);
+}
+
+/* Prepend `first` to `anc` (arena). */
+static store_rev *anc_push(dv_arena *a, const store_rev *first, const store_rev *anc, size_t n) {
+  store_rev *r = arena_alloc(a, (n + 1) * sizeof *r);
+  if (!r) return NULL;
+  r[0] = *first;
+  if (n) memcpy(r + 1, anc, n * sizeof *r);
+  return r;
+}
+
+static void new_hash(const ed *d, int deleted, const store_rev *parent, uint8_t out[16]) {
+  dv_buf b;
+  buf_init(&b);
+  tup_w w;
+  tup_w_init(&w, &b);
+  tup_bool(&w, deleted);
+  if (parent && parent->pos) {
+    tup_int(&w, parent->pos);
+    st_put_hash(&w, parent);
+  } else {
+    tup_null(&w);
+    tup_null(&w);
+  }
+  dv_md5 m;
+  dv_md5_init(&m);
+  dv_md5_update(&m, b.p, b.len);
+  dv_md5_update(&m, d->digest, 16);
+  dv_md5_final(&m, out);
+  buf_free(&b);
+}
+
+static size_t doc_prefix_len(const st_dbx *x, const char *id, size_t id_len, const st_branch *br) {
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_doc(x, &k, &w, ST_SUB_DOC, id, id_len);
+  tup_bool(&w, 1);
+  tup_int(&w, br->rev.pos);
+  st_put_hash(&w, &br->rev);
+  size_t n = k.len;
+  buf_free(&k);
+  return n;
+}
+
+/* ---- interactive edits ------------------------------------------------------------ */
+
+static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, struct deltas *dl, dv_arena *a,
+                            int *wrote) {
+  store_edit *e = d->e;
+  st_branch W, B, P2;
+  int haveW = 0, haveB = 0, haveP2 = 0, b_is_w = 0, rc;
+  store_rev parent = e->parent;
+  *wrote = 0;
+  if (parent.pos == 0) {
+    rc = read_winner(txn, x, e->id, e->id_len, a, &W, &haveW);
+    if (rc) return rc;
+    if (haveW && !W.deleted) goto conflict;
+    if (haveW) {
+      B = W;
+      haveB = b_is_w = 1;
+      parent = W.rev;
+    }
+  } else if (e->deleted) {
+    dv_buf end;
+    buf_init(&end);
+    st_branch_key(x, &end, e->id, e->id_len, 0, &parent);
+    buf_putc(&end, 0);
+    st_branch *two;
+    int n;
+    rc = buf_error(&end) ? DV_ENOMEM : read_range(txn, x, e->id, e->id_len, &end, 2, KV_REVERSE, a, &two, &n);
+    buf_free(&end);
+    if (rc) return rc;
+    if (n == 0 || two[0].deleted || store_rev_cmp(&two[0].rev, &parent)) goto conflict;
+    B = two[0];
+    haveB = 1;
+    if (B.winner) {
+      W = B;
+      haveW = b_is_w = 1;
+      if (n == 2) P2 = two[1], haveP2 = 1;
+    } else {
+      rc = read_winner(txn, x, e->id, e->id_len, a, &W, &haveW);
+      if (rc) return rc;
+      if (!haveW) return DV_ECORRUPT;
+    }
+  } else {
+    dv_buf k;
+    buf_init(&k);
+    st_branch_key(x, &k, e->id, e->id_len, 0, &parent);
+    const uint8_t *v;
+    size_t vl;
+    int found;
+    rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
+    if (!rc) st_count_read(found);
+    if (!rc && found) {
+      dv_buf pk;
+      buf_init(&pk);
+      tup_w w;
+      st_key_doc(x, &pk, &w, ST_SUB_REV, e->id, e->id_len);
+      rc = buf_error(&pk) ? DV_ENOMEM : st_branch_decode(a, k.p, k.len, pk.len, v, vl, &B);
+      buf_free(&pk);
+    }
+    buf_free(&k);
+    if (rc) return rc;
+    if (!found) goto conflict;
+    haveB = 1;
+    if (B.winner) {
+      W = B;
+      haveW = b_is_w = 1;
+    } else {
+      rc = read_winner(txn, x, e->id, e->id_len, a, &W, &haveW);
+      if (rc) return rc;
+      if (!haveW) return DV_ECORRUPT;
+    }
+  }
+  /* the new leaf */
+  st_branch L;
+  memset(&L, 0, sizeof L);
+  L.deleted = e->deleted;
+  L.rev.pos = parent.pos + 1;
+  new_hash(d, e->deleted, &parent, d->newh);
+  L.rev.h = d->newh;
+  L.rev.len = 16;
+  if (haveB) {
+    L.anc = anc_push(a, &B.rev, B.anc, B.n_anc);
+    if (!L.anc) return DV_ENOMEM;
+    L.n_anc = B.n_anc + 1;
+  }
+  L.json_size = d->json_size;
+  L.kv_size = leaf_kv_size(d, doc_prefix_len(x, e->id, e->id_len, &L));
+  int64_t bc = haveW ? W.bc : 1;
+  const st_branch *NW; /* the winner after the edit */
+  if (!haveW) NW = &L;
+  else if (b_is_w) NW = !L.deleted ? &L : (haveP2 && st_branch_cmp(&P2, &L) > 0 ? &P2 : &L);
+  else NW = st_branch_cmp(&L, &W) > 0 ? &L : &W;
+  /* writes */
+  if (haveB && (rc = clear_leaf(txn, x, e->id, e->id_len, &B))) return rc;
+  if ((rc = st_branch_put(txn, x, e->id, e->id_len, &L, NW == &L, uv, bc))) return rc;
+  if (haveW && !b_is_w && (rc = st_branch_put(txn, x, e->id, e->id_len, &W, NW == &W, uv, bc))) return rc;
+  if (NW == &P2 && (rc = st_branch_put(txn, x, e->id, e->id_len, &P2, 1, uv, bc))) return rc;
+  if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
+  if ((rc = write_change(txn, x, e->id, e->id_len, haveW ? &W : NULL, NW, bc, uv))) return rc;
+  count(dl, haveW ? &W : NULL, NW, haveB ? B.kv_size : 0, L.kv_size);
+  e->rc = 0;
+  e->rev = L.rev;
+  *wrote = 1;
+  return 0;
+conflict:
+  e->rc = DV_ECONFLICT;
+  return 0;
+}
+
+/* ---- new_edits=false --------------------------------------------------------------- */
+
+/* Index of rev in branch b's full path [leaf, anc…], or -1. */
+static long path_index(const st_branch *b, const store_rev *r) {
+  int64_t j = b->rev.pos - r->pos;
+  if (j < 0 || j > (int64_t)b->n_anc) return -1;
+  const store_rev *c = j == 0 ? &b->rev : &b->anc[j - 1];
+  return store_rev_cmp(c, r) == 0 ? (long)j : -1;
+}
+
+static const store_rev *full_at(const st_branch *b, size_t j) { return j == 0 ? &b->rev : &b->anc[j - 1]; }
+
+static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, struct deltas *dl, dv_arena *a,
+                           int *wrote) {
+  store_edit *e = d->e;
+  const store_rev *path = e->path;
+  size_t n = e->path_len;
+  st_branch *brs;
+  int nb;
+  *wrote = 0;
+  int rc = read_range(txn, x, e->id, e->id_len, NULL, 0, 0, a, &brs, &nb);
+  if (rc) return rc;
+  e->rev = path[0];
+  /* rule 1: the leaf is known already */
+  for (int i = 0; i < nb; i++)
+    if (path_index(&brs[i], &path[0]) >= 0) {
+      e->rc = 0;
+      return 0;
+    }
+  int ext = -1;        /* branch extended (its leaf is in the path) */
+  const st_branch *ov = NULL;
+  size_t ov_i = 0;     /* path index of the overlap */
+  long ov_j = -1;      /* index of that rev in ov's full path */
+  for (int i = 0; i < nb && ext < 0; i++) {
+    int64_t idx = path[0].pos - brs[i].rev.pos;
+    if (idx > 0 && idx < (int64_t)n && !store_rev_cmp(&path[idx], &brs[i].rev)) ext = i;
+  }
+  /* merged full path: [leaf, …] */
+  size_t mcap = n + 1;
+  store_rev *m;
+  size_t mn = 0;
+  if (ext >= 0) {
+    const st_branch *b = &brs[ext];
+    int64_t oldest = path[n - 1].pos;
+    mcap += b->n_anc;
+    m = arena_alloc(a, mcap * sizeof *m);
+    if (!m) return DV_ENOMEM;
+    memcpy(m, path, n * sizeof *m);
+    mn = n;
+    for (size_t j = 0; j <= b->n_anc; j++)
+      if (full_at(b, j)->pos < oldest) m[mn++] = *full_at(b, j);
+  } else {
+    for (size_t i = 0; i < n && !ov; i++)
+      for (int k = 0; k < nb && !ov; k++) {
+        long j = path_index(&brs[k], &path[i]);
+        if (j >= 0) ov = &brs[k], ov_i = i, ov_j = j;
+      }
+    if (ov) {
+      mcap = ov_i + 1 + ov->n_anc;
+      m = arena_alloc(a, mcap * sizeof *m);
+      if (!m) return DV_ENOMEM;
+      memcpy(m, path, (ov_i + 1) * sizeof *m);
+      mn = ov_i + 1;
+      for (size_t j = (size_t)ov_j + 1; j <= ov->n_anc; j++) m[mn++] = *full_at(ov, j);
+    } else {
+      m = (store_rev *)path;
+      mn = n;
+    }
+  }
+  st_branch L;
+  memset(&L, 0, sizeof L);
+  L.rev = path[0];
+  L.deleted = e->deleted;
+  L.anc = m + 1;
+  L.n_anc = mn - 1;
+  L.json_size = d->json_size;
+  L.kv_size = leaf_kv_size(d, doc_prefix_len(x, e->id, e->id_len, &L));
+  /* old winner, new winner, branch count */
+  const st_branch *W = NULL, *NW = &L;
+  int64_t bc = 1;
+  for (int i = 0; i < nb; i++) {
+    if (brs[i].winner) W = &brs[i];
+    if (i == ext) continue;
+    bc++;
+    if (st_branch_cmp(&brs[i], NW) > 0) NW = &brs[i];
+  }
+  if (nb && !W) return DV_ECORRUPT;
+  if (ext >= 0 && (rc = clear_leaf(txn, x, e->id, e->id_len, &brs[ext]))) return rc;
+  if ((rc = st_branch_put(txn, x, e->id, e->id_len, &L, NW == &L, uv, bc))) return rc;
+  if (W && !(ext >= 0 && W == &brs[ext])) {
+    if ((rc = st_branch_put(txn, x, e->id, e->id_len, W, NW == W, uv, bc))) return rc;
+  }
+  if (NW != &L && NW != W && (rc = st_branch_put(txn, x, e->id, e->id_len, NW, 1, uv, bc))) return rc;
+  if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
+  if ((rc = write_change(txn, x, e->id, e->id_len, W, NW, bc, uv))) return rc;
+  count(dl, W, NW, ext >= 0 ? brs[ext].kv_size : 0, L.kv_size);
+  e->rc = 0;
+  *wrote = 1;
+  return 0;
+}
+
+/* ---- transactions ---------------------------------------------------------------- */
+
+struct up_arg {
+  store_db *db;
+  st_op *op;
+  ed *eds;
+  size_t from, to;   /* the group [from, to) */
+  int new_edits;
+  dv_arena arena;    /* per attempt */
+};
+
+static int up_fn(kv_txn *txn, void *arg) {
+  struct up_arg *u = arg;
+  arena_reset(&u->arena);
+  st_dbx x;
+  int rc = st_db_check(u->db, txn, &x);
+  if (rc) return rc;
+  struct deltas dl = {0};
+  uint16_t uv = 0;
+  for (size_t i = u->from; i < u->to; i++) {
+    ed *d = &u->eds[i];
+    if (d->kept_rc == 1) continue; /* refused before the transaction */
+    d->e->rc = 0;
+    int wrote = 0;
+    rc = u->new_edits ? edit_interactive(txn, &x, d, uv, &dl, &u->arena, &wrote)
+                      : edit_replicated(txn, &x, d, uv, &dl, &u->arena, &wrote);
+    if (rc) return rc;
+    uv += (uint16_t)wrote;
+  }
+  if (uv == 0) return 0; /* nothing written: a read-only commit */
+  if ((rc = st_counter_add(txn, &x, "doc_count", dl.dc))) return rc;
+  if ((rc = st_counter_add(txn, &x, "doc_del_count", dl.ddc))) return rc;
+  if ((rc = st_counter_add(txn, &x, "size_active", dl.sa))) return rc;
+  if ((rc = st_counter_add(txn, &x, "size_external", dl.se))) return rc;
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  tup_w w;
+  st_key_db(&x, &k, &w, ST_SUB_META);
+  tup_strz(&w, "update_seq");
+  tup_w_init(&w, &v);
+  tup_int(&w, x.inc);
+  tup_vs_incomplete(&w, (uint16_t)(uv - 1));
+  rc = tup_w_finish_vs(&w);
+  if (!rc) rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_value(txn, k.p, k.len, v.p, v.len);
+  buf_free(&k);
+  buf_free(&v);
+  if (!rc) rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix);
+  if (!rc) rc = st_txid_write(x.s, txn, u->op);
+  return rc;
+}
+
+static void up_keep(void *arg) {
+  struct up_arg *u = arg;
+  for (size_t i = u->from; i < u->to; i++) {
+    ed *d = &u->eds[i];
+    if (d->kept_rc == 1) continue;
+    d->kept_rc = d->e->rc ? d->e->rc : 2; /* 2: success */
+    d->kept_rev = d->e->rev;
+    if (d->e->rev.h == d->newh) {
+      memcpy(d->kept_h, d->newh, 16);
+      d->kept_rev.h = d->kept_h;
+    }
+  }
+}
+
+static void up_restore(void *arg) {
+  struct up_arg *u = arg;
+  for (size_t i = u->from; i < u->to; i++) {
+    ed *d = &u->eds[i];
+    if (d->kept_rc == 1) continue;
+    d->e->rc = d->kept_rc == 2 ? 0 : d->kept_rc;
+    d->e->rev = d->kept_rev;
+  }
+}
+
+/* Duplicate ids in one call: a small open-addressing set of edit indexes. */
+static int mark_duplicates(ed *eds, size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap <<= 1;
+  size_t *slot = dv_malloc(cap * sizeof *slot);
+  if (!slot) return DV_ENOMEM;
+  for (size_t i = 0; i < cap; i++) slot[i] = SIZE_MAX;
+  for (size_t i = 0; i < n; i++) {
+    store_edit *e = eds[i].e;
+    if (e->rc) continue;
+    uint32_t h = 2166136261u;
+    for (size_t k = 0; k < e->id_len; k++) h = (h ^ (uint8_t)e->id[k]) * 16777619u;
+    size_t j = h & (cap - 1);
+    for (;;) {
+      if (slot[j] == SIZE_MAX) {
+        slot[j] = i;
+        break;
+      }
+      store_edit *o = eds[slot[j]].e;
+      if (o->id_len == e->id_len && !memcmp(o->id, e->id, e->id_len)) {
+        e->rc = DV_ECONFLICT;
+        eds[i].kept_rc = 1;
+        break;
+      }
+      j = (j + 1) & (cap - 1);
+    }
+  }
+  dv_free(slot);
+  return 0;
+}
+
+int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
+  store *s = db->s;
+  ed *eds = dv_calloc(n ? n : 1, sizeof *eds);
+  if (!eds) return DV_ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    eds[i].e = &edits[i];
+    buf_init(&eds[i].kvs);
+    edits[i].rc = 0;
+    memset(&edits[i].rev, 0, sizeof edits[i].rev);
+    if (!new_edits && edits[i].path_len == 0) edits[i].rc = DV_EBAD_REV;
+    if (!edits[i].rc) edits[i].rc = prepare(s, &eds[i]);
+    if (edits[i].rc) {
+      eds[i].kept_rc = 1; /* refused before any transaction */
+      if (edits[i].rc == DV_ENOMEM) { rc = DV_ENOMEM; goto out; }
+    }
+  }
+  rc = mark_duplicates(eds, n);
+  struct up_arg u = {.db = db, .eds = eds, .new_edits = new_edits};
+  arena_init(&u.arena, 0);
+  size_t i = 0;
+  while (!rc && i < n) {
+    size_t j = i, bytes = 0;
+    while (j < n) {
+      size_t c = eds[j].kvs.len + 4096;
+      if (j > i && bytes + c > ST_TXN_BUDGET) break;
+      bytes += c;
+      j++;
+      if (j - i >= 4096) break; /* user versions and the 5 s window */
+    }
+    st_op op = {.fn = up_fn, .keep = up_keep, .restore = up_restore, .use_txid = 1};
+    u.op = &op;
+    u.from = i;
+    u.to = j;
+    op.arg = &u;
+    rc = st_run(s, &op);
+    i = j;
+  }
+  arena_free(&u.arena);
+  for (size_t k = 0; k < n; k++) { /* the hashes must outlive eds */
+    store_edit *e = &edits[k];
+    if (!e->rc && e->rev.h && (e->rev.h == eds[k].newh || e->rev.h == eds[k].kept_h)) {
+      memcpy(e->rev_buf, e->rev.h, 16);
+      e->rev.h = e->rev_buf;
+    }
+  }
+out:
+  for (size_t k = 0; k < n; k++) buf_free(&eds[k].kvs);
+  dv_free(eds);
+  return rc;
+}

@@ -1,0 +1,131 @@
+/* rev.c — the revisions subspace's KVs (seed 000): one KV per edit
+ * branch, keyed (P,"r",DocID,NotDeleted,RevPos,RevHash) so the winner
+ * sorts last; the winner's value carries the document's Sequence and
+ * BranchCount, the others carry null there.
+ *
+ *   value = (RevFormat 0, (Inc, VS) | null, BranchCount | null,
+ *            (ancestor hash, …), JsonSize, KvSize)
+ *
+ * Ancestor hashes are parent first; their positions are implied (leaf pos
+ * - 1, - 2, …). Sizes are the leaf body's, so counters never re-read
+ * bodies. Not here: deciding what to write (edit.c).
+ */
+#include <string.h>
+
+#include "store/store_int.h"
+
+int st_branch_cmp(const st_branch *a, const st_branch *b) {
+  if (a->deleted != b->deleted) return a->deleted ? -1 : 1;
+  return store_rev_cmp(&a->rev, &b->rev);
+}
+
+void st_branch_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len, int deleted, const store_rev *r) {
+  tup_w w;
+  st_key_doc(x, b, &w, ST_SUB_REV, id, id_len);
+  tup_bool(&w, !deleted);
+  tup_int(&w, r->pos);
+  st_put_hash(&w, r);
+}
+
+static int hash_copy(dv_arena *a, const tup_item *it, store_rev *r) { return st_get_hash(it, a, r); }
+
+int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key_off, const uint8_t *val,
+                     size_t val_len, st_branch *out) {
+  if (key_off > key_len) return DV_ECORRUPT;
+  st_branch br;
+  memset(&br, 0, sizeof br);
+  tup_r r;
+  tup_item it;
+  tup_r_init(&r, key + key_off, key_len - key_off);
+  if (tup_get(&r, TUP_BOOL, &it)) return DV_ECORRUPT;
+  br.deleted = !it.b;
+  if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 1) return DV_ECORRUPT;
+  br.rev.pos = it.i64;
+  if (tup_next(&r, &it) != 1 || !tup_r_done(&r)) return DV_ECORRUPT;
+  int rc = hash_copy(a, &it, &br.rev);
+  if (rc) return rc;
+  tup_r_init(&r, val, val_len);
+  if (tup_get(&r, TUP_INT, &it) || it.i64 != 0) return DV_ECORRUPT; /* RevFormat */
+  if (tup_next(&r, &it) != 1) return DV_ECORRUPT;
+  if (it.type == TUP_NEST) {
+    tup_item s;
+    br.winner = 1;
+    if (tup_get(&it.sub, TUP_INT, &s) || !(s.fits & TUP_FITS_I64)) return DV_ECORRUPT;
+    br.seq.inc = s.i64;
+    if (tup_get(&it.sub, TUP_VS, &s)) return DV_ECORRUPT;
+    memcpy(br.seq.vs, s.fixed, 12);
+    if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 1) return DV_ECORRUPT;
+    br.bc = it.i64;
+  } else if (it.type == TUP_NULL) {
+    if (tup_get(&r, TUP_NULL, &it)) return DV_ECORRUPT;
+  } else {
+    return DV_ECORRUPT;
+  }
+  if (tup_get(&r, TUP_NEST, &it)) return DV_ECORRUPT;
+  /* count, then copy */
+  tup_r sub = it.sub;
+  size_t n = 0;
+  tup_item e;
+  int k;
+  while ((k = tup_next(&sub, &e)) == 1) n++;
+  if (k < 0) return DV_ECORRUPT;
+  if (n >= (size_t)br.rev.pos) return DV_ECORRUPT;
+  br.anc = n ? arena_alloc(a, n * sizeof *br.anc) : NULL;
+  if (n && !br.anc) return DV_ENOMEM;
+  sub = it.sub;
+  for (size_t i = 0; i < n; i++) {
+    if (tup_next(&sub, &e) != 1) return DV_ECORRUPT;
+    br.anc[i].pos = br.rev.pos - 1 - (int64_t)i;
+    rc = hash_copy(a, &e, &br.anc[i]);
+    if (rc) return rc;
+  }
+  br.n_anc = n;
+  if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) return DV_ECORRUPT;
+  br.json_size = it.i64;
+  if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) return DV_ECORRUPT;
+  br.kv_size = it.i64;
+  *out = br;
+  return 0;
+}
+
+int st_branch_put(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br,
+                  int winner, uint16_t uv, int64_t bc) {
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  st_branch_key(x, &k, id, id_len, br->deleted, &br->rev);
+  size_t n = br->n_anc;
+  if (x->revs_limit > 0 && n > (size_t)x->revs_limit - 1) n = (size_t)x->revs_limit - 1;
+  int rc;
+  for (;;) {
+    buf_reset(&v);
+    tup_w w;
+    tup_w_init(&w, &v);
+    tup_int(&w, 0);
+    if (winner) {
+      tup_nest_begin(&w);
+      tup_int(&w, x->inc);
+      tup_vs_incomplete(&w, uv);
+      tup_nest_end(&w);
+      tup_int(&w, bc);
+    } else {
+      tup_null(&w);
+      tup_null(&w);
+    }
+    tup_nest_begin(&w);
+    for (size_t i = 0; i < n; i++) st_put_hash(&w, &br->anc[i]);
+    tup_nest_end(&w);
+    tup_int(&w, br->json_size);
+    tup_int(&w, br->kv_size);
+    rc = winner ? tup_w_finish_vs(&w) : tup_w_finish(&w);
+    if (rc) goto out;
+    if (buf_error(&v) || buf_error(&k)) { rc = DV_ENOMEM; goto out; }
+    if (v.len - (winner ? 4 : 0) <= KV_MAX_VALUE || n == 0) break;
+    n = n * 3 / 4; /* a long history of long raw revs: stem further */
+  }
+  rc = winner ? kv_set_versionstamped_value(txn, k.p, k.len, v.p, v.len) : kv_set(txn, k.p, k.len, v.p, v.len);
+out:
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}

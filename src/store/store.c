@@ -1,0 +1,496 @@
+/* store.c — the store's frame: opening, keys, revision ids, sequences,
+ * the transaction loop with transaction ids, the background thread.
+ *
+ * Transaction ids (seed 004, DESIGN.md "commit_unknown_result"): st_run
+ * mints a TxId once per logical operation. The operation's function writes
+ * the key (R,0,"txids",Bucket,TxId) in every attempt. After an attempt whose
+ * commit came back maybe-committed, the next attempt first reads that key
+ * (non-snapshot, so a late commit of the earlier attempt makes this one
+ * conflict): present means the earlier attempt committed and its kept
+ * results are the answer. Buckets are unix minutes; the background thread
+ * drops buckets older than an hour with one clear_range, which is safe to
+ * run in every process at once.
+ *
+ * Not here: database handles (db.c), edits (edit.c), reads (read.c),
+ * _db_updates (dbupd.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/random.h>
+
+#include "store/store_int.h"
+#include "util/alloc.h"
+
+/* ---- small helpers --------------------------------------------------------- */
+
+int64_t st_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void st_random(uint8_t *out, size_t n) {
+  while (n) {
+    ssize_t got = getrandom(out, n, 0);
+    if (got <= 0) { /* fall back to something unique enough */
+      static __thread uint64_t x = 0x9e3779b97f4a7c15ull;
+      x ^= (uint64_t)st_now_ms() + (uint64_t)(uintptr_t)out;
+      for (size_t i = 0; i < n; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; out[i] = (uint8_t)(x >> 56); }
+      return;
+    }
+    out += got;
+    n -= (size_t)got;
+  }
+}
+
+void st_le64(int64_t v, uint8_t out[8]) {
+  uint64_t u = (uint64_t)v;
+  for (int i = 0; i < 8; i++) out[i] = (uint8_t)(u >> (8 * i));
+}
+
+int64_t st_le64_get(const uint8_t *p, size_t n) {
+  uint64_t u = 0;
+  for (size_t i = 0; i < n && i < 8; i++) u |= (uint64_t)p[i] << (8 * i);
+  return (int64_t)u;
+}
+
+static __thread store_read_stats tls_stats;
+
+void st_count_read(size_t kvs) {
+  tls_stats.round_trips++;
+  tls_stats.kvs += kvs;
+}
+void store_read_stats_get(store_read_stats *out) { *out = tls_stats; }
+void store_read_stats_reset(void) { memset(&tls_stats, 0, sizeof tls_stats); }
+
+/* ---- keys ------------------------------------------------------------------ */
+
+void st_key_root(store *s, dv_buf *b, tup_w *w) {
+  buf_reset(b);
+  buf_append(b, s->root, s->root_len);
+  tup_w_init(w, b);
+}
+
+void st_key_cluster(store *s, dv_buf *b, tup_w *w, const char *name) {
+  st_key_root(s, b, w);
+  tup_int(w, 0);
+  tup_strz(w, name);
+}
+
+void st_key_db(const st_dbx *x, dv_buf *b, tup_w *w, char sub) {
+  st_key_root(x->s, b, w);
+  tup_int(w, 1);
+  tup_int(w, x->prefix);
+  char c = sub;
+  tup_str(w, &c, 1);
+}
+
+void st_key_doc(const st_dbx *x, dv_buf *b, tup_w *w, char sub, const char *id, size_t id_len) {
+  st_key_db(x, b, w, sub);
+  tup_str(w, id, id_len);
+}
+
+void st_put_hash(tup_w *w, const store_rev *r) {
+  if (r->raw) tup_str(w, (const char *)r->h, r->len);
+  else tup_bytes(w, r->h, r->len);
+}
+
+int st_get_hash(const tup_item *it, dv_arena *a, store_rev *r) {
+  if (it->type == TUP_BYTES) {
+    if (it->s_len != 16) return DV_ECORRUPT;
+    r->raw = 0;
+  } else if (it->type == TUP_STR) {
+    if (it->s_len != it->s_enc_len || it->s_len == 0) return DV_ECORRUPT; /* revs never hold NUL */
+    r->raw = 1;
+  } else {
+    return DV_ECORRUPT;
+  }
+  uint8_t *d = arena_alloc(a, it->s_len);
+  if (!d) return DV_ENOMEM;
+  tup_item_copy(it, d); /* undoes the escapes of 0x00 bytes */
+  r->h = d;
+  r->len = (uint32_t)it->s_len;
+  return 0;
+}
+
+int st_prefix_range(const dv_buf *prefix, dv_buf *begin, dv_buf *end) {
+  buf_reset(begin);
+  buf_reset(end);
+  buf_append(begin, prefix->p, prefix->len);
+  buf_append(end, prefix->p, prefix->len);
+  buf_putc(end, 0xff);
+  return buf_error(begin) ? buf_error(begin) : buf_error(end);
+}
+
+/* ---- revision ids ---------------------------------------------------------- */
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int store_rev_parse(const char *s, size_t n, dv_arena *a, store_rev *out) {
+  size_t i = 0;
+  int64_t pos = 0;
+  while (i < n && s[i] >= '0' && s[i] <= '9') {
+    if (pos > (INT64_MAX - 9) / 10) return DV_EBAD_REV;
+    pos = pos * 10 + (s[i] - '0');
+    i++;
+  }
+  if (i == 0 || i >= n || s[i] != '-' || pos < 1) return DV_EBAD_REV;
+  const char *h = s + i + 1;
+  size_t hl = n - i - 1;
+  if (hl == 0 || hl > STORE_MAX_REVID) return DV_EBAD_REV;
+  for (size_t k = 0; k < hl; k++)
+    if ((unsigned char)h[k] < 0x20 || h[k] == 0x7f) return DV_EBAD_REV;
+  if (json_utf8_check(h, hl, NULL)) return DV_EBAD_REV;
+  int hex = hl == 32;
+  for (size_t k = 0; hex && k < 32; k++) hex = hexval((unsigned char)h[k]) >= 0;
+  store_rev r = {.pos = pos};
+  if (hex) {
+    uint8_t *d = arena_alloc(a, 16);
+    if (!d) return DV_ENOMEM;
+    for (int k = 0; k < 16; k++) d[k] = (uint8_t)(hexval(h[2 * k]) << 4 | hexval(h[2 * k + 1]));
+    r.h = d;
+    r.len = 16;
+  } else {
+    uint8_t *d = arena_memdup(a, h, hl);
+    if (!d) return DV_ENOMEM;
+    r.h = d;
+    r.len = (uint32_t)hl;
+    r.raw = 1;
+  }
+  *out = r;
+  return 0;
+}
+
+void store_rev_format(const store_rev *r, dv_buf *b) {
+  buf_printf(b, "%lld-", (long long)r->pos);
+  if (r->raw) {
+    buf_append(b, r->h, r->len);
+    return;
+  }
+  static const char hx[] = "0123456789abcdef";
+  uint8_t *d = buf_extend(b, 2 * (size_t)r->len);
+  if (!d) return;
+  for (uint32_t i = 0; i < r->len; i++) {
+    d[2 * i] = (uint8_t)hx[r->h[i] >> 4];
+    d[2 * i + 1] = (uint8_t)hx[r->h[i] & 15];
+  }
+}
+
+int store_rev_cmp(const store_rev *a, const store_rev *b) {
+  if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
+  if (a->raw != b->raw) return a->raw < b->raw ? -1 : 1;
+  size_t n = a->len < b->len ? a->len : b->len;
+  int c = memcmp(a->h, b->h, n);
+  if (c) return c < 0 ? -1 : 1;
+  return a->len == b->len ? 0 : (a->len < b->len ? -1 : 1);
+}
+
+/* ---- sequences ------------------------------------------------------------- */
+
+int store_seq_is_zero(const store_seq *q) {
+  if (q->inc) return 0;
+  for (int i = 0; i < 12; i++)
+    if (q->vs[i]) return 0;
+  return 1;
+}
+
+int store_seq_cmp(const store_seq *a, const store_seq *b) {
+  if (a->inc != b->inc) return a->inc < b->inc ? -1 : 1;
+  int c = memcmp(a->vs, b->vs, 12);
+  return c < 0 ? -1 : c > 0;
+}
+
+void store_seq_format(const store_seq *q, char out[STORE_SEQ_STR]) {
+  if (store_seq_is_zero(q)) {
+    strcpy(out, "0");
+    return;
+  }
+  dv_buf b;
+  buf_init(&b);
+  tup_w w;
+  tup_w_init(&w, &b);
+  tup_int(&w, q->inc);
+  tup_vs(&w, q->vs);
+  static const char hx[] = "0123456789abcdef";
+  size_t o = 0;
+  for (size_t i = 0; i < b.len && o + 3 < STORE_SEQ_STR; i++) {
+    out[o++] = hx[b.p[i] >> 4];
+    out[o++] = hx[b.p[i] & 15];
+  }
+  out[o] = 0;
+  buf_free(&b);
+}
+
+int store_seq_parse(const char *s, size_t n, store_seq *out) {
+  if (n == 1 && s[0] == '0') {
+    memset(out, 0, sizeof *out);
+    return 0;
+  }
+  uint8_t raw[40];
+  if (n == 0 || n % 2 || n / 2 > sizeof raw) return DV_EBAD_SEQ;
+  for (size_t i = 0; i < n; i += 2) {
+    int hi = hexval((unsigned char)s[i]), lo = hexval((unsigned char)s[i + 1]);
+    if (hi < 0 || lo < 0 || (s[i] >= 'A' && s[i] <= 'F') || (s[i + 1] >= 'A' && s[i + 1] <= 'F'))
+      return DV_EBAD_SEQ;
+    raw[i / 2] = (uint8_t)(hi << 4 | lo);
+  }
+  tup_r r;
+  tup_item it;
+  tup_r_init(&r, raw, n / 2);
+  store_seq q;
+  if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 0) return DV_EBAD_SEQ;
+  q.inc = it.i64;
+  if (tup_get(&r, TUP_VS, &it) || !tup_r_done(&r)) return DV_EBAD_SEQ;
+  memcpy(q.vs, it.fixed, 12);
+  *out = q;
+  return 0;
+}
+
+/* ---- ranges ---------------------------------------------------------------- */
+
+void store_range_init(store_range *r) {
+  memset(r, 0, sizeof *r);
+  r->inclusive_end = 1;
+  r->limit = -1;
+}
+
+/* ---- transaction ids and the retry loop --------------------------------------- */
+
+static void txid_key(store *s, dv_buf *b, int64_t bucket, const uint8_t txid[16]) {
+  tup_w w;
+  st_key_cluster(s, b, &w, "txids");
+  tup_int(&w, bucket);
+  tup_bytes(&w, txid, 16);
+}
+
+int st_txid_write(store *s, kv_txn *txn, const st_op *op) {
+  if (!op->use_txid) return 0;
+  dv_buf k;
+  buf_init(&k);
+  txid_key(s, &k, op->bucket, op->txid);
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, "", 0);
+  buf_free(&k);
+  return rc;
+}
+
+int st_run(store *s, st_op *op) {
+  kv_txn *txn;
+  int rc = kv_txn_begin(s->kv, &txn);
+  if (rc) return rc;
+  dv_buf k;
+  buf_init(&k);
+  if (op->use_txid) {
+    st_random(op->txid, 16);
+    op->bucket = st_now_ms() / 1000 / ST_TXID_BUCKET_S;
+    txid_key(s, &k, op->bucket, op->txid);
+    if (buf_error(&k)) { rc = DV_ENOMEM; goto out; }
+  }
+  op->committed_before = 0;
+  int maybe = 0;
+  for (;;) {
+    if (op->use_txid && maybe) {
+      const uint8_t *v;
+      size_t vl;
+      int found;
+      rc = kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
+      if (!rc && found) {
+        op->committed_before = 1;
+        if (op->restore) op->restore(op->arg);
+        break;
+      }
+    }
+    if (!rc) rc = op->fn(txn, op->arg);
+    if (!rc) rc = kv_commit(txn);
+    if (!rc) break;
+    if (dv_err_maybe_committed(rc)) {
+      maybe = 1;
+      if (op->keep) op->keep(op->arg);
+    }
+    rc = kv_on_error(txn, rc);
+    if (rc) break;
+  }
+out:
+  buf_free(&k);
+  kv_txn_destroy(txn);
+  return rc;
+}
+
+/* Drop TxId buckets older than ST_TXID_KEEP_BUCKETS, one clear_range. */
+static int txid_cleanup_fn(kv_txn *txn, void *arg) {
+  store *s = arg;
+  int64_t cutoff = st_now_ms() / 1000 / ST_TXID_BUCKET_S - ST_TXID_KEEP_BUCKETS;
+  dv_buf b, e;
+  buf_init(&b);
+  buf_init(&e);
+  tup_w w;
+  st_key_cluster(s, &b, &w, "txids");
+  st_key_cluster(s, &e, &w, "txids");
+  tup_int(&w, cutoff);
+  int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, b.p, b.len, e.p, e.len);
+  buf_free(&b);
+  buf_free(&e);
+  return rc;
+}
+
+int st_txid_cleanup(store *s) {
+  st_op op = {.fn = txid_cleanup_fn, .arg = s};
+  return st_run(s, &op);
+}
+
+/* ---- counters -------------------------------------------------------------- */
+
+int st_counter_add(kv_txn *txn, const st_dbx *x, const char *name, int64_t delta) {
+  if (!delta) return 0;
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_db(x, &k, &w, ST_SUB_META);
+  tup_strz(&w, name);
+  uint8_t p[8];
+  st_le64(delta, p);
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_atomic(txn, KV_ADD, k.p, k.len, p, 8);
+  buf_free(&k);
+  return rc;
+}
+
+int st_mdv_bump(kv_txn *txn) {
+  uint8_t v[14] = {0};
+  return kv_set_versionstamped_value(txn, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN, v, 14);
+}
+
+/* ---- open / close / background ---------------------------------------------------- */
+
+struct cfg_arg {
+  store *s;
+  int want;   /* partitions asked for */
+  int got;    /* partitions in force */
+};
+
+static int config_fn(kv_txn *txn, void *arg) {
+  struct cfg_arg *c = arg;
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_cluster(c->s, &k, &w, "config");
+  tup_strz(&w, "db_updates_partitions");
+  const uint8_t *v;
+  size_t vl;
+  int found, rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
+  if (!rc && found) {
+    tup_r r;
+    tup_item it;
+    tup_r_init(&r, v, vl);
+    if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 1 || it.i64 > 1024)
+      rc = DV_ECORRUPT;
+    else
+      c->got = (int)it.i64;
+  } else if (!rc) {
+    dv_buf val;
+    buf_init(&val);
+    tup_w vw;
+    tup_w_init(&vw, &val);
+    tup_int(&vw, c->want);
+    rc = buf_error(&val) ? DV_ENOMEM : kv_set(txn, k.p, k.len, val.p, val.len);
+    buf_free(&val);
+    c->got = c->want;
+  }
+  buf_free(&k);
+  return rc;
+}
+
+static void *bg_main(void *arg) {
+  store *s = arg;
+  pthread_mutex_lock(&s->bg_mu);
+  while (!s->bg_stop) {
+    pthread_mutex_unlock(&s->bg_mu);
+    int n = store_db_updates_consume(s);
+    int64_t minute = st_now_ms() / 60000;
+    if (minute != s->last_cleanup) {
+      if (!st_txid_cleanup(s)) s->last_cleanup = minute;
+    }
+    pthread_mutex_lock(&s->bg_mu);
+    if (s->bg_stop) break;
+    if (n > 0) continue; /* more may be waiting */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100 * 1000000;
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &ts);
+  }
+  pthread_mutex_unlock(&s->bg_mu);
+  return NULL;
+}
+
+int store_open(kv_db *kv, const store_opts *opts, store **out) {
+  store_opts o = {0};
+  if (opts) o = *opts;
+  store *s = dv_calloc(1, sizeof *s);
+  if (!s) return DV_ENOMEM;
+  s->kv = kv;
+  s->max_doc = o.max_document_size ? o.max_document_size : STORE_DEFAULT_MAX_DOC;
+  const char *root = o.root ? o.root : "divan";
+  dv_buf b;
+  buf_init(&b);
+  tup_w w;
+  tup_w_init(&w, &b);
+  tup_strz(&w, root);
+  int rc = tup_w_finish(&w);
+  if (!rc && b.len > sizeof s->root) rc = DV_EINVAL;
+  if (rc) {
+    buf_free(&b);
+    dv_free(s);
+    return rc;
+  }
+  memcpy(s->root, b.p, b.len);
+  s->root_len = b.len;
+  buf_free(&b);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->bg_mu, NULL);
+  pthread_cond_init(&s->bg_cv, NULL);
+  st_random(s->owner, 16);
+  struct cfg_arg c = {s, o.db_updates_partitions > 0 ? o.db_updates_partitions : 4, 0};
+  if (c.want > 1024) c.want = 1024;
+  st_op op = {.fn = config_fn, .arg = &c};
+  rc = st_run(s, &op);
+  if (rc) goto fail;
+  s->partitions = c.got;
+  if (o.background) {
+    if (pthread_create(&s->bg, NULL, bg_main, s)) {
+      rc = DV_ENOMEM;
+      goto fail;
+    }
+    s->bg_started = 1;
+  }
+  *out = s;
+  return 0;
+fail:
+  pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->bg_mu);
+  pthread_cond_destroy(&s->bg_cv);
+  dv_free(s);
+  return rc;
+}
+
+void store_close(store *s) {
+  if (!s) return;
+  if (s->bg_started) {
+    pthread_mutex_lock(&s->bg_mu);
+    s->bg_stop = 1;
+    pthread_cond_signal(&s->bg_cv);
+    pthread_mutex_unlock(&s->bg_mu);
+    pthread_join(s->bg, NULL);
+  }
+  st_db_free_all(s);
+  pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->bg_mu);
+  pthread_cond_destroy(&s->bg_cv);
+  dv_free(s);
+}
+
+kv_db *store_kv(store *s) { return s->kv; }

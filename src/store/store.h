@@ -1,0 +1,353 @@
+/* store.h — the CouchDB data model over kv.h: databases, revisions,
+ * exploded documents, the changes feed, local documents, _db_updates.
+ *
+ * This is the API the HTTP layer and the replicator call. It knows nothing
+ * of HTTP and nothing of which kv backend runs. The key layout it writes is
+ * the one in ../shared/DESIGN.md "Key layout" (and the table at the top of
+ * store_int.h); the update paths keep the cost profile of seed 000.
+ *
+ * Threads: a `store` and its `store_db` handles are shared by all threads.
+ * Every call runs its own transactions (retried on retryable kv errors) and
+ * blocks until they committed; nothing here holds a transaction between
+ * calls.
+ *
+ * Memory: results that are JSON (documents, security objects) are built in
+ * the caller's arena; rows handed to callbacks live only for the callback.
+ *
+ * Errors: 0 or a DV_E* code (util/err.h). CouchDB meanings: DV_ENO_DB (the
+ * database does not exist), DV_ENOT_FOUND ("missing"), DV_EDELETED
+ * ("deleted"), DV_ECONFLICT, DV_EDB_EXISTS, DV_EBAD_DB_NAME, DV_EBAD_DOCID,
+ * DV_EBAD_REV, DV_EDOC_TOO_LARGE, DV_EPATH_TOO_LONG, DV_ENOT_OBJECT,
+ * DV_EDOC_FIELD, DV_EBAD_REVS_LIMIT, DV_EBAD_SEQ; kv errors pass through
+ * when retries are exhausted.
+ */
+#ifndef DV_STORE_H
+#define DV_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json/json.h"
+#include "kv/kv.h"
+#include "util/arena.h"
+#include "util/buf.h"
+#include "util/err.h"
+
+typedef struct store store;       /* one per process and kv_db */
+typedef struct store_db store_db; /* a database handle (cached, refcounted) */
+
+#define STORE_DEFAULT_MAX_DOC 1000000 /* max_document_size, bytes of JSON (seed 001) */
+#define STORE_DEFAULT_REVS_LIMIT 1000
+#define STORE_MAX_REVS_LIMIT 4000     /* seed 000 */
+#define STORE_MAX_DOCID 4096          /* longest document id, bytes */
+#define STORE_MAX_REVID 255           /* longest rev hash part accepted, bytes */
+#define STORE_MAX_DBNAME 238          /* CouchDB's limit on database names */
+
+/* ---- opening ----------------------------------------------------------- */
+
+typedef struct store_opts {
+  const char *root;          /* root prefix R = (root,); NULL = "divan" */
+  size_t max_document_size;  /* JSON bytes; 0 = STORE_DEFAULT_MAX_DOC */
+  int db_updates_partitions; /* N, fixed at the first open of a store; 0 = 4 */
+  int background;            /* 1: run the background thread (db_updates
+                                consumer, TxId cleanup) */
+} store_opts;
+
+/* Open the layer over an open kv store (which must outlive it). Opts may be
+ * NULL. Returns 0 / DV_ENOMEM / kv errors. */
+int store_open(kv_db *kv, const store_opts *opts, store **out) DV_MUST_CHECK;
+
+/* Stop the background thread and free the handle cache. All store_db
+ * handles must be closed first. NULL is a no-op. */
+void store_close(store *s);
+
+kv_db *store_kv(store *s);
+
+/* ---- revision ids ------------------------------------------------------ */
+
+/* A revision id "POS-HASH". A 32-hex-digit HASH is kept as its 16 bytes
+ * (raw = 0) and printed as lower-case hex; any other HASH (accepted only
+ * from replication, new_edits=false) is kept as sent (raw = 1). */
+typedef struct store_rev {
+  int64_t pos;        /* generation, >= 1; 0 = no revision */
+  const uint8_t *h;   /* hash bytes (borrowed or arena) */
+  uint32_t len;       /* bytes at h: 16 when !raw */
+  uint8_t raw;        /* 1: h is the id's text, not a binary hash */
+} store_rev;
+
+/* Parse "N-HASH" (N a positive decimal integer, HASH non-empty, at most
+ * STORE_MAX_REVID bytes, no control characters). Hash bytes are copied into
+ * the arena. DV_EBAD_REV otherwise. */
+int store_rev_parse(const char *s, size_t n, dv_arena *a, store_rev *out) DV_MUST_CHECK;
+
+/* Append "N-HASH" to b. */
+void store_rev_format(const store_rev *r, dv_buf *b);
+
+/* Order of revisions (pos, then hash as the store's keys order them). */
+int store_rev_cmp(const store_rev *a, const store_rev *b);
+
+/* ---- sequences --------------------------------------------------------- */
+
+/* Sequence = (Incarnation, 12-byte versionstamp). The zero sequence (inc 0,
+ * all-zero stamp) is "before everything" and prints as "0". Other sequences
+ * print as lower-case hex that sorts like the sequences. */
+typedef struct store_seq {
+  int64_t inc;     /* database incarnation */
+  uint8_t vs[12];  /* commit stamp (10) + order inside the commit (2) */
+} store_seq;
+
+#define STORE_SEQ_STR 64 /* room for a formatted sequence, NUL included */
+
+int store_seq_is_zero(const store_seq *q);
+int store_seq_cmp(const store_seq *a, const store_seq *b);
+/* "0" or the hex form; DV_EBAD_SEQ otherwise. ("now" is the caller's job:
+ * use store_db_info's update_seq.) */
+int store_seq_parse(const char *s, size_t n, store_seq *out) DV_MUST_CHECK;
+void store_seq_format(const store_seq *q, char out[STORE_SEQ_STR]);
+
+/* ---- databases --------------------------------------------------------- */
+
+/* CouchDB's rule: ^[a-z][a-z0-9_$()+/-]*$ up to STORE_MAX_DBNAME bytes, or
+ * one of the system names _users, _replicator, _global_changes. 0 or
+ * DV_EBAD_DB_NAME. */
+int store_db_name_check(const char *name, size_t len);
+
+/* Create a database (DV_EDB_EXISTS if it exists). Writes a "created" row
+ * to _db_updates in the same transaction. */
+int store_db_create(store *s, const char *name) DV_MUST_CHECK;
+
+/* Delete a database: one clear_range of its prefix, in one transaction,
+ * plus a "deleted" row in _db_updates. DV_ENO_DB if absent. Open handles
+ * to it fail with DV_ENO_DB from then on. */
+int store_db_delete(store *s, const char *name) DV_MUST_CHECK;
+
+/* Open a handle (DV_ENO_DB if absent). Handles are cached and revalidated
+ * inside every transaction that uses them. */
+int store_db_open(store *s, const char *name, store_db **out) DV_MUST_CHECK;
+void store_db_close(store_db *db); /* NULL is a no-op */
+const char *store_db_name(const store_db *db);
+
+/* A key range over ids or names, CouchDB's parameters. With descending,
+ * start is the high end. */
+typedef struct store_range {
+  const char *start; /* NULL = unbounded */
+  size_t start_len;
+  const char *end;   /* NULL = unbounded */
+  size_t end_len;
+  int inclusive_end; /* 1 (CouchDB's default): end itself is included */
+  int descending;    /* 1: from high to low */
+  int64_t limit;     /* < 0: no limit */
+  int64_t skip;      /* rows to drop first */
+} store_range;
+
+/* Default range: everything, inclusive_end, no limit. */
+void store_range_init(store_range *r);
+
+/* Names of the databases in range, in order; cb returns nonzero to stop. */
+typedef int (*store_name_cb)(void *arg, const char *name, size_t len);
+int store_db_list(store *s, const store_range *r, store_name_cb cb, void *arg) DV_MUST_CHECK;
+
+typedef struct store_db_info {
+  int64_t doc_count;      /* documents whose winner is live */
+  int64_t doc_del_count;  /* documents whose winner is deleted */
+  int64_t size_active;    /* stored bytes of leaf bodies (keys + values) */
+  int64_t size_external;  /* JSON bytes of live winning bodies */
+  store_seq update_seq;   /* newest changes row, zero for a fresh db */
+  int64_t revs_limit;
+  int64_t incarnation;
+  int64_t prefix;         /* DbPrefix */
+  int64_t created_at;     /* unix seconds */
+  char uuid[33];          /* hex, NUL-terminated */
+} store_db_info;
+
+/* Counters are atomic KVs: this is a handful of point reads, never a scan. */
+int store_db_info_get(store_db *db, store_db_info *out) DV_MUST_CHECK;
+
+int store_db_get_revs_limit(store_db *db, int64_t *out) DV_MUST_CHECK;
+/* 1..STORE_MAX_REVS_LIMIT, else DV_EBAD_REVS_LIMIT. */
+int store_db_set_revs_limit(store_db *db, int64_t n) DV_MUST_CHECK;
+/* The _security object ({} when never set), in the arena. */
+int store_db_get_security(store_db *db, dv_arena *a, json_val **out) DV_MUST_CHECK;
+/* Store a _security object (must be an object: DV_ENOT_OBJECT). */
+int store_db_set_security(store_db *db, const json_val *sec) DV_MUST_CHECK;
+
+/* ---- writing documents -------------------------------------------------- */
+
+/* One document edit. The caller fills the inputs; store_update fills rc
+ * and rev. */
+typedef struct store_edit {
+  const char *id;          /* document id (not _local/) */
+  size_t id_len;
+  json_val *body;          /* user fields only (an object), NULL = {} */
+  int deleted;             /* 1: the new revision is a tombstone */
+  store_rev parent;        /* interactive edits: the rev edited (pos 0 = none) */
+  const store_rev *path;   /* new_edits=false: [leaf, parent, grandparent…] */
+  size_t path_len;
+  /* results */
+  int rc;                  /* 0, or DV_ECONFLICT, DV_EDOC_TOO_LARGE, … */
+  store_rev rev;           /* the revision written (or path[0]) */
+  uint8_t rev_buf[16];     /* holds rev.h of a new interactive revision
+                              (so rev.h points into this struct: copy the
+                              bytes when the struct is copied or freed) */
+} store_edit;
+
+/* Fill `e` from a CouchDB document object: _id, _rev, _deleted, _revisions
+ * (new_edits=false), dropping _conflicts/_deleted_conflicts/_revs_info/
+ * _local_seq as CouchDB does and refusing other `_` members
+ * (DV_EDOC_FIELD). e->body becomes the user members (a new object in the
+ * arena; doc is not changed). With new_edits=0 the path comes from
+ * _revisions or _rev (DV_EBAD_REV when neither). A missing _id leaves
+ * e->id NULL (the caller mints one). */
+int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_edit *e) DV_MUST_CHECK;
+
+/* Check a document id: non-empty, valid UTF-8, at most STORE_MAX_DOCID
+ * bytes, not starting with '_' unless "_design/…" (or "_local/…" when
+ * local is 1). DV_EBAD_DOCID otherwise. */
+int store_docid_check(const char *id, size_t len, int local);
+
+/* Apply edits. new_edits = 1: interactive (CouchDB PUT/POST/_bulk_docs);
+ * 0: replication (store the given paths, merge into the trees). Edits are
+ * grouped into transactions by encoded size; each document's edit is
+ * atomic, the request as a whole is not. A second edit of the same id in
+ * one call gets DV_ECONFLICT. Returns 0 when every edit got its own rc, or
+ * a request-wide error (DV_ENO_DB, kv errors). */
+int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) DV_MUST_CHECK;
+
+/* ---- reading documents -------------------------------------------------- */
+
+enum {
+  STORE_REVS = 1 << 0,              /* _revisions */
+  STORE_REVS_INFO = 1 << 1,         /* _revs_info */
+  STORE_CONFLICTS = 1 << 2,         /* _conflicts */
+  STORE_DELETED_CONFLICTS = 1 << 3, /* _deleted_conflicts */
+  STORE_LOCAL_SEQ = 1 << 4,         /* _local_seq */
+  STORE_LATEST = 1 << 5,            /* open_revs: a non-leaf rev gives its leaves */
+  STORE_META = STORE_REVS_INFO | STORE_CONFLICTS | STORE_DELETED_CONFLICTS,
+};
+
+/* The document as CouchDB returns it: {"_id","_rev",["_deleted"], user
+ * fields…, extras by flags}. rev NULL = the winner (DV_EDELETED when the
+ * winner is a tombstone, DV_ENOT_FOUND when there is no such doc); a given
+ * rev must be a leaf, live or deleted (else DV_ENOT_FOUND). */
+int store_doc_get(store_db *db, const char *id, size_t id_len, const store_rev *rev, int flags,
+                  dv_arena *a, json_val **out) DV_MUST_CHECK;
+
+/* open_revs: revs NULL = all leaves. The answer is CouchDB's array of
+ * {"ok": doc} and {"missing": "rev"} objects. STORE_LATEST maps a non-leaf
+ * rev to the leaves descending from it. DV_ENOT_FOUND when revs is NULL and
+ * the document does not exist. */
+int store_doc_open_revs(store_db *db, const char *id, size_t id_len, const store_rev *revs,
+                        size_t n_revs, int flags, dv_arena *a, json_val **out) DV_MUST_CHECK;
+
+/* One edit branch of a document's revision tree. */
+typedef struct store_leaf {
+  store_rev rev;         /* the leaf */
+  int deleted;           /* 1: a tombstone */
+  const store_rev *anc;  /* ancestors, parent first (positions rev.pos-1, …) */
+  size_t n_anc;
+} store_leaf;
+
+/* Every branch of a document, winner first, the others in descending
+ * order (for _revs_diff and replication). DV_ENOT_FOUND if none. */
+int store_doc_leaves(store_db *db, const char *id, size_t id_len, dv_arena *a, store_leaf **out,
+                     size_t *out_n) DV_MUST_CHECK;
+
+/* ---- local documents ---------------------------------------------------- */
+
+/* _local/ docs: no history, rev "0-N", not in changes. id is the full id
+ * ("_local/x"). get: the doc with _id and _rev, DV_ENOT_FOUND if absent.
+ * put: rev must match the current one (absent for a new doc), else
+ * DV_ECONFLICT; deleted removes it. *out_rev (may be NULL) gets N. */
+int store_local_get(store_db *db, const char *id, size_t id_len, dv_arena *a, json_val **out) DV_MUST_CHECK;
+int store_local_put(store_db *db, const char *id, size_t id_len, const json_val *body,
+                    int64_t rev, int deleted, int64_t *out_rev) DV_MUST_CHECK;
+
+/* ---- the changes feed and _all_docs ------------------------------------- */
+
+typedef struct store_change {
+  store_seq seq;             /* the row's sequence */
+  const char *id;            /* document id */
+  size_t id_len;
+  int deleted;               /* winner is a tombstone */
+  store_rev rev;             /* winning revision */
+  const store_leaf *leaves;  /* style=all_docs: every branch, winner first */
+  size_t n_leaves;           /* 0 unless all_docs */
+  json_val *doc;             /* include_docs: the winner (flags applied) */
+} store_change;
+
+typedef struct store_changes_opts {
+  store_seq since;   /* rows after this sequence */
+  int descending;    /* newest first (since is then ignored, as CouchDB) */
+  int64_t limit;     /* < 0: none */
+  int all_docs;      /* style=all_docs: fill leaves */
+  int include_docs;  /* fill doc */
+  int doc_flags;     /* STORE_CONFLICTS etc. for included docs */
+} store_changes_opts;
+
+/* cb returns 0 to go on, nonzero to stop (returned as is). Rows are valid
+ * only during the callback. Reads run in batches, each batch in its own
+ * transaction that has finished before its rows are handed out (a slow
+ * consumer holds no transaction); every document changed before the call
+ * appears at least once. *out_last (may be NULL) gets the last sequence
+ * delivered (or `since` when none). */
+typedef int (*store_change_cb)(void *arg, const store_change *c);
+int store_changes(store_db *db, const store_changes_opts *o, store_change_cb cb, void *arg,
+                  store_seq *out_last) DV_MUST_CHECK;
+
+/* A row of _all_docs: each id once, in key order, winners only, live
+ * documents only (keys mode below shows deleted and missing ones). */
+typedef struct store_doc_row {
+  const char *id;
+  size_t id_len;
+  store_rev rev;   /* winner (pos 0 when missing) */
+  int deleted;     /* keys mode: the winner is a tombstone */
+  int missing;     /* keys mode: no such document */
+  json_val *doc;   /* include_docs */
+} store_doc_row;
+
+typedef int (*store_row_cb)(void *arg, const store_doc_row *row);
+
+enum { STORE_ALL = 0, STORE_DESIGN = 1, STORE_LOCAL = 2 };
+
+/* _all_docs (which = STORE_ALL), _design_docs (STORE_DESIGN: ids in
+ * "_design/" only) or _local_docs (STORE_LOCAL; rev is 0-N). */
+int store_all_docs(store_db *db, int which, const store_range *r, int include_docs, int doc_flags,
+                   store_row_cb cb, void *arg) DV_MUST_CHECK;
+/* _all_docs with keys: one row per key, in the order given. */
+int store_all_docs_keys(store_db *db, const char *const *keys, const size_t *key_lens, size_t n,
+                        int include_docs, int doc_flags, store_row_cb cb, void *arg) DV_MUST_CHECK;
+
+/* ---- _db_updates -------------------------------------------------------- */
+
+typedef struct store_dbu_row {
+  const char *name;   /* database name */
+  size_t name_len;
+  const char *type;   /* "created", "updated" or "deleted" */
+  store_seq seq;      /* the row's position in the index */
+} store_dbu_row;
+
+/* Rows after `since`, oldest first; one per database (its latest event).
+ * A reader that resumes from the last seq it saw never misses an event. */
+int store_db_updates(store *s, const store_seq *since, int64_t limit,
+                     int (*cb)(void *arg, const store_dbu_row *row), void *arg,
+                     store_seq *out_last) DV_MUST_CHECK;
+
+/* Run the queue consumer once over every partition it can lease; returns
+ * the number of queue entries consumed, or an error. The background thread
+ * calls this; tests call it to make the index current. */
+int store_db_updates_consume(store *s) DV_MUST_CHECK;
+
+/* ---- instrumentation ---------------------------------------------------- */
+
+/* Reads of the revisions subspace made by this thread (for the seed 000
+ * cost-profile tests and the benchmark). round_trips counts kv_get calls
+ * and range reads; kvs counts the KVs they returned. */
+typedef struct store_read_stats {
+  uint64_t round_trips; /* point or range reads issued */
+  uint64_t kvs;         /* KVs returned by them */
+} store_read_stats;
+
+void store_read_stats_get(store_read_stats *out);
+void store_read_stats_reset(void);
+
+#endif

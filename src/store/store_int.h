@@ -1,0 +1,213 @@
+/* store_int.h — private to src/store: the key layout, the handle and
+ * store structs, the transaction loop with transaction ids.
+ *
+ * Key layout (tuple-encoded; R = (root,), default ("divan",)). This table
+ * is ../shared/DESIGN.md "Key layout", made exact for this code:
+ *
+ *   cluster level, under (R, 0, …)
+ *   key                                         value
+ *   (R,0,"dbs",DbName)                          (DbPrefix, Incarnation, CreatedAt, DbUUID:bytes16)
+ *   (R,0,"config","db_updates_partitions")      (N,)
+ *   (R,0,"prefix_counter")                      8-byte LE counter (atomic ADD; read non-snapshot)
+ *   (R,0,"db_updates_queue",Part,VS)            (DbName, DbPrefix, "updated")  blind versionstamped key
+ *   (R,0,"db_updates",VS)                       (DbName, EventType)
+ *   (R,0,"db_updates_by_name",DbName)           (VS,)  the index key's stamp, versionstamped value
+ *   (R,0,"db_updates_lease",Part)               (OwnerId:bytes16, ExpiresMs)
+ *   (R,0,"db_updates_tick")                     8-byte LE counter bumped by the consumer (watched)
+ *   (R,0,"txids",Bucket,TxId:bytes16)           ""  Bucket = unix minutes
+ *
+ *   per database, P = (R, 1, DbPrefix)
+ *   (P,"r",DocID,NotDeleted,RevPos,RevHash)     winner: (0, (Inc,VS), BranchCount, (anc…), JsonSize, KvSize)
+ *                                               other:  (0, null, null, (anc…), JsonSize, KvSize)
+ *   (P,"d",DocID,NotDeleted,RevPos,RevHash)     (0,)  RevisionMetadata: DocFormat (attachment stubs later)
+ *   (P,"d",DocID,NotDeleted,RevPos,RevHash,path…) one KV per JSON leaf (body.h)
+ *   (P,"c",Inc,VS)                              (0, DocID, RevPos, RevHash, BranchCount, NotDeleted)
+ *   (P,"l",DocID)                               (0, RevN, NChunks)   local doc; the JSON text in
+ *   (P,"l",DocID,i)                             chunk i (bytes), i = 0..NChunks-1
+ *   (P,"m","doc_count"|"doc_del_count"|"size_active"|"size_external")  8-byte LE (atomic ADD)
+ *   (P,"m","update_seq")                        (Inc, VS) of the newest changes row (versionstamped value)
+ *   (P,"m","revs_limit")                        (N,)
+ *   (P,"m","security")                          JSON text
+ *
+ * RevHash: 16 bytes (tuple bytes) for a 32-hex-digit rev; any other rev id
+ * from replication is a tuple string of its text. NotDeleted: tuple bool.
+ * anc: ancestor hashes, parent first, same element types as RevHash.
+ * VS: a 12-byte tuple versionstamp; its 2-byte user version orders the
+ * documents written by one transaction.
+ */
+#ifndef DV_STORE_INT_H
+#define DV_STORE_INT_H
+
+#include <pthread.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "tuple/tuple.h"
+
+#define ST_SUB_REV 'r'
+#define ST_SUB_DOC 'd'
+#define ST_SUB_CHG 'c'
+#define ST_SUB_LOCAL 'l'
+#define ST_SUB_META 'm'
+
+#define ST_TXID_BUCKET_S 60        /* one TxId bucket per minute */
+#define ST_TXID_KEEP_BUCKETS 60    /* keep an hour of TxIds */
+#define ST_TXN_BUDGET 6000000      /* mutation bytes per edit transaction */
+#define ST_DOC_KV_BUDGET 8000000   /* exploded bytes of one document */
+
+/* A database handle. The cached fields are revalidated in each
+ * transaction (st_db_check) against the metadata-version key. */
+struct store_db {
+  store *s;               /* owner */
+  struct store_db *next;  /* hash chain in s->tab */
+  char *name;             /* NUL-terminated */
+  size_t name_len;
+  int refs;               /* under s->mu */
+  pthread_mutex_t mu;     /* guards the fields below */
+  int64_t prefix;         /* DbPrefix */
+  int64_t inc;            /* Incarnation */
+  int64_t created_at;     /* unix seconds */
+  uint8_t uuid[16];       /* DbUUID */
+  int64_t revs_limit;     /* cached meta */
+  uint8_t mdv[16];        /* metadata version the cache was read at */
+  size_t mdv_len;         /* its length */
+  int mdv_found;          /* 0: the key was absent then */
+  int dead;               /* 1: deleted (prefix no longer named) */
+};
+
+struct store {
+  kv_db *kv;              /* the store (not owned) */
+  uint8_t root[64];       /* packed (root,) */
+  size_t root_len;
+  size_t max_doc;         /* max_document_size */
+  int partitions;         /* db_updates partitions */
+  pthread_mutex_t mu;     /* guards tab */
+  store_db *tab[256];     /* handle cache, hashed by name */
+  uint8_t owner[16];      /* this process's lease owner id */
+  pthread_t bg;           /* background thread */
+  int bg_started;
+  int bg_stop;            /* under bg_mu */
+  pthread_mutex_t bg_mu;
+  pthread_cond_t bg_cv;
+  int64_t last_cleanup;   /* unix minutes of the last TxId cleanup */
+};
+
+/* ---- keys ---------------------------------------------------------------- */
+
+/* Start a key: b = R followed by the writer's elements; returns the writer. */
+void st_key_root(store *s, dv_buf *b, tup_w *w);
+/* b = (R, 0, name) */
+void st_key_cluster(store *s, dv_buf *b, tup_w *w, const char *name);
+/* A database as one transaction sees it (filled by st_db_check). */
+typedef struct st_dbx {
+  store *s;            /* the store */
+  store_db *db;        /* the handle */
+  const char *name;    /* its name */
+  size_t name_len;
+  int64_t prefix;      /* DbPrefix */
+  int64_t inc;         /* Incarnation */
+  int64_t revs_limit;  /* _revs_limit */
+} st_dbx;
+
+/* b = P + (sub,) for a database. */
+void st_key_db(const st_dbx *x, dv_buf *b, tup_w *w, char sub);
+/* b = P + (sub, DocID) */
+void st_key_doc(const st_dbx *x, dv_buf *b, tup_w *w, char sub, const char *id, size_t id_len);
+/* Append a rev's hash element. */
+void st_put_hash(tup_w *w, const store_rev *r);
+/* Read a hash element into r (its bytes decoded into the arena). */
+int st_get_hash(const tup_item *it, dv_arena *a, store_rev *r) DV_MUST_CHECK;
+/* Bounds [begin, end) over keys prefix + (str, …) for a store_range. */
+int st_range_bounds(const dv_buf *prefix, const store_range *r, dv_buf *begin, dv_buf *end) DV_MUST_CHECK;
+/* 1 if [b, e) is not empty. */
+static inline int st_nonempty(const dv_buf *b, const dv_buf *e) {
+  size_t n = b->len < e->len ? b->len : e->len;
+  int c = memcmp(b->p, e->p, n);
+  return c < 0 || (c == 0 && b->len < e->len);
+}
+/* Range [b, b+\xff) style bounds of a prefix key into begin/end bufs. */
+int st_prefix_range(const dv_buf *prefix, dv_buf *begin, dv_buf *end);
+
+/* ---- revision branches (rev.c) ----------------------------------------------- */
+
+/* One KV of the revisions subspace, decoded. */
+typedef struct st_branch {
+  store_rev rev;       /* the leaf */
+  int deleted;         /* 1: tombstone (NotDeleted false) */
+  int winner;          /* the value carries Sequence and BranchCount */
+  store_seq seq;       /* winner: the doc's changes row */
+  int64_t bc;          /* winner: BranchCount */
+  store_rev *anc;      /* ancestors, parent first; positions rev.pos-1, … */
+  size_t n_anc;
+  int64_t json_size;   /* JSON bytes of the leaf's body */
+  int64_t kv_size;     /* stored bytes of the leaf's body */
+} st_branch;
+
+/* Key order of two branches: NotDeleted, then pos, then hash. */
+int st_branch_cmp(const st_branch *a, const st_branch *b);
+/* Decode a revisions KV; key_off = bytes of (P,"r",DocID) before the
+ * suffix. Hash and ancestor bytes are copied into the arena. */
+int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key_off, const uint8_t *val,
+                     size_t val_len, st_branch *out) DV_MUST_CHECK;
+/* b = (P,"r",DocID,NotDeleted,RevPos,RevHash) */
+void st_branch_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len, int deleted, const store_rev *r);
+/* Write a branch KV: as the winner (Sequence = (x->inc, this commit, uv);
+ * a versionstamped value) or not. Ancestors are stemmed to revs_limit-1
+ * and further if the value would pass KV_MAX_VALUE. */
+int st_branch_put(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br,
+                  int winner, uint16_t uv, int64_t bc) DV_MUST_CHECK;
+
+/* ---- transactions ---------------------------------------------------------- */
+
+/* One logical operation (seed 004 "commit_unknown_result"): a TxId minted
+ * once; every attempt first reads it (non-snapshot) and, if the key is
+ * there, an earlier attempt committed: `restore` brings back the results
+ * kept by `keep` when that attempt's commit came back maybe-committed. */
+typedef struct st_op {
+  int (*fn)(kv_txn *txn, void *arg);  /* one attempt; 0 to commit */
+  void (*keep)(void *arg);            /* optional: save this attempt's results */
+  void (*restore)(void *arg);         /* optional: bring the saved ones back */
+  void *arg;
+  int use_txid;                       /* 1 for non-idempotent writes */
+  uint8_t txid[16];                   /* minted by st_run */
+  int64_t bucket;                     /* its time bucket */
+  int committed_before;               /* out: 1 if an earlier attempt's TxId was found */
+} st_op;
+
+int st_run(store *s, st_op *op) DV_MUST_CHECK;
+/* Write op's TxId key in txn (fn calls this in every attempt). */
+int st_txid_write(store *s, kv_txn *txn, const st_op *op) DV_MUST_CHECK;
+
+/* Revalidate a cached handle inside txn: snapshot read of the metadata
+ * version, reload when it moved, read conflict on (R,0,"dbs",name).
+ * DV_ENO_DB once the database is gone or re-created. Fills the handle's
+ * prefix/inc/revs_limit under its lock and copies them out. */
+int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) DV_MUST_CHECK;
+
+/* Bump the cluster-wide metadata version (every process reloads). */
+int st_mdv_bump(kv_txn *txn) DV_MUST_CHECK;
+
+/* Append this transaction's "updated" event for the database to the
+ * db_updates queue (blind versionstamped key). */
+int st_dbu_enqueue(store *s, kv_txn *txn, const char *name, size_t name_len, int64_t prefix) DV_MUST_CHECK;
+/* Write a created/deleted row directly into the index (create/delete). */
+int st_dbu_event(store *s, kv_txn *txn, const char *name, size_t name_len, const char *type) DV_MUST_CHECK;
+
+/* Counted reads of the revisions subspace (store_read_stats). */
+void st_count_read(size_t kvs);
+
+/* Little-endian int64 helpers for the atomic counters. */
+void st_le64(int64_t v, uint8_t out[8]);
+int64_t st_le64_get(const uint8_t *p, size_t n);
+int st_counter_add(kv_txn *txn, const st_dbx *x, const char *name, int64_t delta) DV_MUST_CHECK;
+
+/* Background work, called by the store's thread. */
+int st_txid_cleanup(store *s) DV_MUST_CHECK;
+/* Free every cached handle (store_close). */
+void st_db_free_all(store *s);
+
+/* Milliseconds since the epoch. */
+int64_t st_now_ms(void);
+void st_random(uint8_t *out, size_t n);
+
+#endif
