@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kv/kv_fault.h"
 #include "store/store.h"
@@ -644,4 +645,98 @@ TEST(store_commit_unknown) {
   ASSERT_EQ(in.doc_del_count, dead);
   ASSERTF(ops > 1000, "ops %d", ops);
   st_down(&t);
+}
+
+static int count_cb(void *arg, const store_doc_row *r) {
+  struct chg *g = arg;
+  buf_append(&g->b, r->id, r->id_len);
+  buf_putc(&g->b, ',');
+  g->n++;
+  return 0;
+}
+
+/* Reads longer than one batch continue from the last key: changes (500
+ * rows a batch), _all_docs (1000 keys a batch) with conflicted documents
+ * whose keys straddle batch ends, both directions, skip and limit. */
+TEST(store_long_reads) {
+  st t;
+  st_up(&t, 0);
+  enum { N = 2600 };
+  store_edit *e = calloc(N, sizeof *e);
+  char (*ids)[16] = calloc(N, 16);
+  for (int i = 0; i < N; i++) {
+    snprintf(ids[i], 16, "d%05d", i);
+    e[i].id = ids[i];
+    e[i].id_len = strlen(ids[i]);
+  }
+  ASSERT_OK(store_update(t.db, e, N, 1));
+  for (int i = 0; i < N; i++) ASSERT_OK(e[i].rc);
+  /* every 7th doc gets two more branches */
+  for (int i = 0; i < N; i += 7) {
+    char doc[200];
+    snprintf(doc, sizeof doc, "{\"_id\":\"%s\",\"_revisions\":{\"start\":1,\"ids\":[\"%032x\"]}}", ids[i], i + 1);
+    ASSERT_OK(put_repl(&t, doc));
+    snprintf(doc, sizeof doc, "{\"_id\":\"%s\",\"_revisions\":{\"start\":1,\"ids\":[\"%032x\"]}}", ids[i], i + 100000);
+    ASSERT_OK(put_repl(&t, doc));
+  }
+  struct chg g = {.n = 0};
+  buf_init(&g.b);
+  store_changes_opts o = {.limit = -1, .all_docs = 1};
+  ASSERT_OK(store_changes(t.db, &o, chg_cb, &g, NULL));
+  ASSERT_EQ(g.n, N);
+  ASSERT(strstr((const char *)g.b.p, "d00007:3,"));
+  buf_reset(&g.b);
+  g.n = 0;
+  store_range r;
+  store_range_init(&r);
+  ASSERT_OK(store_all_docs(t.db, STORE_ALL, &r, 0, 0, count_cb, &g));
+  ASSERT_EQ(g.n, N);
+  for (int i = 0; i < N; i++) { /* each id once, in order */
+    char want[16];
+    snprintf(want, sizeof want, "d%05d,", i);
+    ASSERT(!memcmp(g.b.p + (size_t)i * 7, want, 7));
+  }
+  buf_reset(&g.b);
+  g.n = 0;
+  r.descending = 1;
+  r.skip = 10;
+  r.limit = 1500;
+  ASSERT_OK(store_all_docs(t.db, STORE_ALL, &r, 0, 0, count_cb, &g));
+  ASSERT_EQ(g.n, 1500);
+  ASSERT(!memcmp(g.b.p, "d02589,", 7));
+  ASSERT(!memcmp(g.b.p + 1499 * 7, "d01090,", 7));
+  buf_free(&g.b);
+  free(e);
+  free(ids);
+  st_down(&t);
+}
+
+/* The background thread makes the _db_updates index current by itself. */
+TEST(store_background_consumer) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/bg", test_tmpdir());
+  kv_rocks_opts ko = {.no_sync = 1, .create_if_missing = 1};
+  kv_db *kv;
+  ASSERT_OK(kv_open_rocks(dir, &ko, &kv));
+  store_opts so = {.background = 1, .db_updates_partitions = 3};
+  store *s;
+  ASSERT_OK(store_open(kv, &so, &s));
+  ASSERT_OK(store_db_create(s, "x"));
+  store_db *db;
+  ASSERT_OK(store_db_open(s, "x", &db));
+  store_edit e = {.id = "a", .id_len = 1};
+  ASSERT_OK(store_update(db, &e, 1, 1));
+  int seen = 0;
+  for (int i = 0; i < 100 && !seen; i++) {
+    dv_buf b;
+    buf_init(&b);
+    ASSERT_OK(store_db_updates(s, NULL, -1, dbu_cb, &b, NULL));
+    seen = b.p && strstr((const char *)b.p, "x:updated") != NULL;
+    buf_free(&b);
+    if (!seen) usleep(50000);
+  }
+  ASSERT(seen);
+  store_db_close(db);
+  store_close(s);
+  kv_close(kv);
 }

@@ -21,4 +21,6 @@
   X(store_changes_alldocs_local, 30) \
   X(store_db_updates_feed, 20) \
   X(store_commit_unknown, 120) \
-  X(store_inspect_keyspace, 20)
+  X(store_inspect_keyspace, 20) \
+  X(store_long_reads, 60) \
+  X(store_background_consumer, 20)
