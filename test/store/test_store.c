@@ -740,3 +740,49 @@ TEST(store_background_consumer) {
   store_close(s);
   kv_close(kv);
 }
+
+/* TxIds live in minute buckets; cleanup drops the ones over an hour old
+ * with one clear_range and keeps the recent ones. */
+#include "store/store_int.h"
+
+static int count_txids(st *t) {
+  dv_buf b, e;
+  buf_init(&b);
+  buf_init(&e);
+  tup_w w;
+  st_key_cluster(t->s, &b, &w, "txids");
+  buf_append(&e, b.p, b.len);
+  buf_putc(&e, 0xff);
+  kv_txn *txn;
+  ASSERT_OK(kv_txn_begin(t->kv, &txn));
+  kv_pair *p;
+  int n, more;
+  ASSERT_OK(kv_get_range(txn, b.p, b.len, e.p, e.len, 0, 0, &p, &n, &more));
+  kv_txn_destroy(txn);
+  buf_free(&b);
+  buf_free(&e);
+  return n;
+}
+
+TEST(store_txid_cleanup) {
+  st t;
+  st_up(&t, 0);
+  int before = count_txids(&t); /* the creation of "db" wrote one */
+  ASSERT(before >= 1);
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_cluster(t.s, &k, &w, "txids");
+  tup_int(&w, st_now_ms() / 1000 / ST_TXID_BUCKET_S - ST_TXID_KEEP_BUCKETS - 5);
+  tup_bytes(&w, "0123456789abcdef", 16);
+  kv_txn *txn;
+  ASSERT_OK(kv_txn_begin(t.kv, &txn));
+  ASSERT_OK(kv_set(txn, k.p, k.len, "", 0));
+  ASSERT_OK(kv_commit(txn));
+  kv_txn_destroy(txn);
+  buf_free(&k);
+  ASSERT_EQ(count_txids(&t), before + 1);
+  ASSERT_OK(st_txid_cleanup(t.s));
+  ASSERT_EQ(count_txids(&t), before);
+  st_down(&t);
+}

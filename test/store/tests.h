@@ -23,4 +23,5 @@
   X(store_commit_unknown, 120) \
   X(store_inspect_keyspace, 20) \
   X(store_long_reads, 60) \
-  X(store_background_consumer, 20)
+  X(store_background_consumer, 20) \
+  X(store_txid_cleanup, 20)
