@@ -205,6 +205,7 @@ typedef struct riter {
   kv_iter base;                    /* must be first */
   rtxn *t;
   rocksdb_iterator_t *ri;          /* over the snapshot, bounded */
+  rocksdb_readoptions_t *ro;       /* ri's options: they hold the Slices its bounds point at */
   uint8_t *b, *e;                  /* range copies (bounds for ri) */
   size_t bl, el;
   int reverse, snapshot, limit;
@@ -447,13 +448,14 @@ static int r_iter_begin(kv_txn *kt, const uint8_t *b, size_t bl, const uint8_t *
   it->reverse = !!(flags & KV_REVERSE);
   it->snapshot = !!(flags & KV_SNAPSHOT);
   it->limit = limit;
-  /* Bounds on a private read options object: RocksDB keeps pointers. */
+  /* Bounds on a private read options object. RocksDB's iterator keeps
+   * pointers to the bound Slices inside it, so it lives as long as ri. */
   rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
   rocksdb_readoptions_set_snapshot(ro, t->snap->s);
   rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)it->b, bl);
   rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)it->e, el);
   it->ri = rocksdb_create_iterator(t->db->db, ro);
-  rocksdb_readoptions_destroy(ro); /* the iterator copied what it needs */
+  it->ro = ro;
   buf_init(&it->last);
   buf_init(&it->scratch);
   if (cmp(b, bl, e, el) >= 0) {
@@ -642,6 +644,7 @@ static void r_iter_free(kv_iter *ki) {
     if (rc && !t->base.err) t->base.err = rc;
   }
   rocksdb_iter_destroy(it->ri);
+  rocksdb_readoptions_destroy(it->ro);
   buf_free(&it->last);
   buf_free(&it->scratch);
   dv_free(it->b);
