@@ -24,4 +24,12 @@
   X(store_inspect_keyspace, 20) \
   X(store_long_reads, 60) \
   X(store_background_consumer, 20) \
-  X(store_txid_cleanup, 20)
+  X(store_txid_cleanup, 20) \
+  X(store_model_stem, 300) \
+  X(store_model_deep, 300) \
+  X(store_model_crowd, 300) \
+  X(store_roundtrip, 300) \
+  X(store_roundtrip_cases, 60) \
+  X(store_doc_too_large, 30) \
+  X(store_doc_txn_budget, 60) \
+  X(store_doc_path_too_long, 30)
