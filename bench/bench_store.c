@@ -21,7 +21,11 @@
  * the 1-thread create run), committed with one kv_commit (for updates it
  * first reads one key, as the store reads the winner); for reads, one
  * kv_get of one key per transaction, and a range read of as many keys as a
- * document has stored KVs. The ratio store/peer is printed for each.
+ * document has stored KVs. The ratio store/peer is printed for each. A
+ * second create peer does a create's kv operations without the store (the
+ * reverse range read, the sets, four atomic ADDs, a versionstamped changes
+ * key and update_seq value), which tells the store's own cost from what
+ * such read-write transactions cost the kv engine.
  * It is a measurement, not a test: it exits 0 unless something fails.
  */
 #define _GNU_SOURCE
@@ -97,7 +101,7 @@ typedef struct result {
 
 /* ---- workers ------------------------------------------------------------- */
 
-enum { W_CREATE, W_UPDATE, W_READ, P_CREATE, P_UPDATE, P_GET, P_RANGE };
+enum { W_CREATE, W_UPDATE, W_READ, P_CREATE, P_UPDATE, P_GET, P_RANGE, P_MIX };
 
 typedef struct doc_state {
   int64_t pos;           /* current winner pos */
@@ -197,7 +201,41 @@ static void peer_op(worker *w, kv_txn *t, long i) {
   uint8_t key[96];
   static const char val[24] = "a tuple-encoded leaf...";
   int rc = 0;
-  if (w->kind == P_CREATE || w->kind == P_UPDATE) {
+  if (w->kind == P_MIX) { /* a create's kv operations, without the store */
+    long doc = 1000000000L + w->peer_n++;
+    size_t kl = peer_key(key, w->tid, doc, 0);
+    uint8_t end[96];
+    memcpy(end, key, kl - 1);
+    end[kl - 1] = 0xff;
+    kv_pair *p;
+    int n, more;
+    rc = kv_get_range(t, key, kl - 1, end, kl, 1, KV_REVERSE, &p, &n, &more);
+    for (int k = 0; k < w->peer_kvs - 2 && !rc; k++) {
+      kl = peer_key(key, w->tid, doc, k);
+      rc = kv_set(t, key, kl, val, sizeof val);
+    }
+    static const uint8_t one[8] = {1};
+    for (int c = 0; c < 4 && !rc; c++) {
+      uint8_t ck[16];
+      int cl = snprintf((char *)ck, sizeof ck, "\x02peer-c%d", c);
+      rc = kv_atomic(t, KV_ADD, ck, (size_t)cl + 1, one, sizeof one);
+    }
+    if (!rc) { /* a changes row: versionstamped key; update_seq: versionstamped value */
+      uint8_t vk[32] = "\x02peer-chg";
+      uint32_t off = 10;
+      memset(vk + 10, 0, 12);
+      memcpy(vk + 22, &off, 4);
+      rc = kv_set_versionstamped_key(t, vk, 26, val, sizeof val);
+    }
+    if (!rc) {
+      uint8_t vv[16] = {0};
+      uint32_t off = 0;
+      memcpy(vv + 10, &off, 4);
+      rc = kv_set_versionstamped_value(t, "\x02peer-useq", 11, vv, 14);
+    }
+    if (!rc) rc = kv_commit(t);
+    if (rc) die("peer mix", rc);
+  } else if (w->kind == P_CREATE || w->kind == P_UPDATE) {
     long doc = w->kind == P_CREATE ? w->peer_n++ : i % (w->peer_n ? w->peer_n : 1);
     if (w->kind == P_UPDATE) {
       const uint8_t *v;
@@ -380,6 +418,11 @@ int main(int argc, char **argv) {
   p8[0].peer_n = p1[0].peer_n;
   result c8 = run(w8, MAXT, W_CREATE);
   result pc8 = run(p8, MAXT, P_CREATE);
+  long pn[MAXT];
+  for (int i = 0; i < MAXT; i++) pn[i] = p8[i].peer_n;
+  result pm1 = run(p8, 1, P_MIX);
+  result pm8 = run(p8, MAXT, P_MIX);
+  for (int i = 0; i < MAXT; i++) p8[i].peer_n = pn[i]; /* mix docs are not read back */
 
   result u1 = run(w8, 1, W_UPDATE);
   result pu1 = run(p8, 1, P_UPDATE);
@@ -403,6 +446,12 @@ int main(int argc, char **argv) {
   printf("create (new doc, no parent)\n");
   row("1 thread", &c1, &pc1, 1);
   row("8 threads", &c8, &pc8, 1);
+  printf("  peer 2: a create's kv operations without the store (reverse range read of 1, %d sets,\n"
+         "  4 atomic ADDs, a versionstamped key and value)\n", peer_kvs - 2);
+  printf("  %-30s %9.0f ops/s  p50 %7.0f us  p99 %7.0f us   store/peer: %.2fx throughput, %.2fx p50\n",
+         "  1 thread", pm1.ops_s, pm1.p50_us, pm1.p99_us, c1.ops_s / pm1.ops_s, c1.p50_us / pm1.p50_us);
+  printf("  %-30s %9.0f ops/s  p50 %7.0f us  p99 %7.0f us   store/peer: %.2fx throughput, %.2fx p50\n",
+         "  8 threads", pm8.ops_s, pm8.p50_us, pm8.p99_us, c8.ops_s / pm8.ops_s, c8.p50_us / pm8.p50_us);
   printf("update (extend the winner)\n");
   row("1 thread", &u1, &pu1, 1);
   row("8 threads", &u8, &pu8, 1);
