@@ -201,45 +201,12 @@ static int prepare(store *s, ed *d) {
 
 /* ---- reads of the revisions subspace (counted) -------------------------------------- */
 
-static int read_range(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const dv_buf *end_key,
-                      int limit, int flags, dv_arena *a, st_branch **out, int *out_n) {
-  dv_buf b, e;
-  buf_init(&b);
-  buf_init(&e);
-  tup_w w;
-  st_key_doc(x, &b, &w, ST_SUB_REV, id, id_len);
-  size_t off = b.len;
-  if (end_key) buf_append(&e, end_key->p, end_key->len);
-  else {
-    buf_append(&e, b.p, b.len);
-    buf_putc(&e, 0xff);
-  }
-  kv_pair *pairs;
-  int n = 0, more;
-  int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
-  if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, limit, flags, &pairs, &n, &more);
-  if (!rc) st_count_read((size_t)n);
-  st_branch *brs = NULL;
-  if (!rc && n) {
-    brs = arena_alloc(a, (size_t)n * sizeof *brs);
-    if (!brs) rc = DV_ENOMEM;
-  }
-  for (int i = 0; !rc && i < n; i++)
-    rc = st_branch_decode(a, pairs[i].key, pairs[i].key_len, off, pairs[i].val, pairs[i].val_len, &brs[i]);
-  buf_free(&b);
-  buf_free(&e);
-  if (rc) return rc;
-  *out = brs;
-  *out_n = n;
-  return 0;
-}
-
 /* The winner (last KV), if any. */
 static int read_winner(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, dv_arena *a, st_branch *w,
                        int *found) {
   st_branch *brs;
   int n;
-  int rc = read_range(txn, x, id, id_len, NULL, 1, KV_REVERSE, a, &brs, &n);
+  int rc = st_branch_range(txn, x, id, id_len, NULL, 1, KV_REVERSE, a, &brs, &n);
   if (rc) return rc;
   *found = n;
   if (n) {
@@ -262,11 +229,7 @@ static int clear_leaf(kv_txn *txn, const st_dbx *x, const char *id, size_t id_le
   st_branch_key(x, &k, id, id_len, br->deleted, &br->rev);
   int rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
   if (!rc) {
-    tup_w w;
-    st_key_doc(x, &k, &w, ST_SUB_DOC, id, id_len);
-    tup_bool(&w, !br->deleted);
-    tup_int(&w, br->rev.pos);
-    st_put_hash(&w, &br->rev);
+    st_doc_key(x, &k, id, id_len, br);
     buf_append(&e, k.p, k.len);
     buf_putc(&e, 0xff);
     rc = buf_error(&k) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, k.p, k.len, e.p, e.len);
@@ -281,11 +244,7 @@ static int write_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_le
   if (br->deleted && d->empty) return 0; /* a plain deletion stores no body */
   dv_buf k;
   buf_init(&k);
-  tup_w w;
-  st_key_doc(x, &k, &w, ST_SUB_DOC, id, id_len);
-  tup_bool(&w, !br->deleted);
-  tup_int(&w, br->rev.pos);
-  st_put_hash(&w, &br->rev);
+  st_doc_key(x, &k, id, id_len, br);
   size_t plen = k.len;
   static const uint8_t meta[] = {0x14}; /* (DocFormat 0,) */
   int rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, meta, sizeof meta);
@@ -387,11 +346,7 @@ static void new_hash(const ed *d, int deleted, const store_rev *parent, uint8_t 
 static size_t doc_prefix_len(const st_dbx *x, const char *id, size_t id_len, const st_branch *br) {
   dv_buf k;
   buf_init(&k);
-  tup_w w;
-  st_key_doc(x, &k, &w, ST_SUB_DOC, id, id_len);
-  tup_bool(&w, 1);
-  tup_int(&w, br->rev.pos);
-  st_put_hash(&w, &br->rev);
+  st_doc_key(x, &k, id, id_len, br);
   size_t n = k.len;
   buf_free(&k);
   return n;
@@ -422,7 +377,7 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, st
     buf_putc(&end, 0);
     st_branch *two;
     int n;
-    rc = buf_error(&end) ? DV_ENOMEM : read_range(txn, x, e->id, e->id_len, &end, 2, KV_REVERSE, a, &two, &n);
+    rc = buf_error(&end) ? DV_ENOMEM : st_branch_range(txn, x, e->id, e->id_len, &end, 2, KV_REVERSE, a, &two, &n);
     buf_free(&end);
     if (rc) return rc;
     if (n == 0 || two[0].deleted || store_rev_cmp(&two[0].rev, &parent)) goto conflict;
@@ -438,23 +393,8 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, st
       if (!haveW) return DV_ECORRUPT;
     }
   } else {
-    dv_buf k;
-    buf_init(&k);
-    st_branch_key(x, &k, e->id, e->id_len, 0, &parent);
-    const uint8_t *v;
-    size_t vl;
     int found;
-    rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
-    if (!rc) st_count_read(found);
-    if (!rc && found) {
-      dv_buf pk;
-      buf_init(&pk);
-      tup_w w;
-      st_key_doc(x, &pk, &w, ST_SUB_REV, e->id, e->id_len);
-      rc = buf_error(&pk) ? DV_ENOMEM : st_branch_decode(a, k.p, k.len, pk.len, v, vl, &B);
-      buf_free(&pk);
-    }
-    buf_free(&k);
+    rc = st_branch_get(txn, x, e->id, e->id_len, 0, &parent, a, &B, &found);
     if (rc) return rc;
     if (!found) goto conflict;
     haveB = 1;
@@ -524,7 +464,7 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, str
   st_branch *brs;
   int nb;
   *wrote = 0;
-  int rc = read_range(txn, x, e->id, e->id_len, NULL, 0, 0, a, &brs, &nb);
+  int rc = st_branch_range(txn, x, e->id, e->id_len, NULL, 0, 0, a, &brs, &nb);
   if (rc) return rc;
   e->rev = path[0];
   /* rule 1: the leaf is known already */

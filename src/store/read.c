@@ -30,53 +30,11 @@
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
-static int read_branches(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, int limit, int flags,
-                         dv_arena *a, st_branch **out, int *out_n) {
-  dv_buf b, e;
-  buf_init(&b);
-  buf_init(&e);
-  tup_w w;
-  st_key_doc(x, &b, &w, ST_SUB_REV, id, id_len);
-  size_t off = b.len;
-  buf_append(&e, b.p, b.len);
-  buf_putc(&e, 0xff);
-  kv_pair *pairs;
-  int n = 0, more;
-  int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
-  if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, limit, flags, &pairs, &n, &more);
-  if (!rc) st_count_read((size_t)n);
-  st_branch *brs = NULL;
-  if (!rc && n && !(brs = arena_alloc(a, (size_t)n * sizeof *brs))) rc = DV_ENOMEM;
-  for (int i = 0; !rc && i < n; i++)
-    rc = st_branch_decode(a, pairs[i].key, pairs[i].key_len, off, pairs[i].val, pairs[i].val_len, &brs[i]);
-  buf_free(&b);
-  buf_free(&e);
-  if (rc) return rc;
-  *out = brs;
-  *out_n = n;
-  return 0;
-}
-
-/* Point read of one leaf (live or deleted). */
+/* A leaf by rev, live or deleted: one or two point reads. */
 static int read_leaf(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const store_rev *rev, dv_arena *a,
                      st_branch *out, int *found) {
-  dv_buf k, pk;
-  buf_init(&k);
-  buf_init(&pk);
-  tup_w w;
-  st_key_doc(x, &pk, &w, ST_SUB_REV, id, id_len);
-  int rc = buf_error(&pk) ? DV_ENOMEM : 0;
-  *found = 0;
-  for (int del = 0; !rc && del < 2 && !*found; del++) {
-    st_branch_key(x, &k, id, id_len, del, rev);
-    const uint8_t *v;
-    size_t vl;
-    rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, found);
-    if (!rc) st_count_read(*found);
-    if (!rc && *found) rc = st_branch_decode(a, k.p, k.len, pk.len, v, vl, out);
-  }
-  buf_free(&k);
-  buf_free(&pk);
+  int rc = st_branch_get(txn, x, id, id_len, 0, rev, a, out, found);
+  if (!rc && !*found) rc = st_branch_get(txn, x, id, id_len, 1, rev, a, out, found);
   return rc;
 }
 
@@ -86,11 +44,7 @@ static int read_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len
   dv_buf b, e;
   buf_init(&b);
   buf_init(&e);
-  tup_w w;
-  st_key_doc(x, &b, &w, ST_SUB_DOC, id, id_len);
-  tup_bool(&w, !br->deleted);
-  tup_int(&w, br->rev.pos);
-  st_put_hash(&w, &br->rev);
+  st_doc_key(x, &b, id, id_len, br);
   buf_append(&e, b.p, b.len);
   buf_putc(&e, 0xff);
   int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
@@ -203,7 +157,7 @@ static int load_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
   st_branch *all = NULL;
   int n_all = 0;
   if ((flags & (STORE_CONFLICTS | STORE_DELETED_CONFLICTS)) && winner && winner->bc > 1) {
-    rc = read_branches(txn, x, id, id_len, 0, 0, a, &all, &n_all);
+    rc = st_branch_range(txn, x, id, id_len, NULL, 0, 0, a, &all, &n_all);
     if (rc) return rc;
   }
   *out = build_doc(a, id, id_len, br, body, flags, all, n_all, winner);
@@ -235,7 +189,7 @@ static int get_fn(kv_txn *txn, void *arg) {
   if (rc) return rc;
   st_branch *w1;
   int n;
-  rc = read_branches(txn, &x, g->id, g->id_len, 1, KV_REVERSE, g->a, &w1, &n);
+  rc = st_branch_range(txn, &x, g->id, g->id_len, NULL, 1, KV_REVERSE, g->a, &w1, &n);
   if (rc) return rc;
   if (!n) return DV_ENOT_FOUND;
   if (!g->rev) {
@@ -266,7 +220,7 @@ static int leaves_fn(kv_txn *txn, void *arg) {
   if (rc) return rc;
   st_branch *brs;
   int n;
-  rc = read_branches(txn, &x, g->id, g->id_len, 0, 0, g->a, &brs, &n);
+  rc = st_branch_range(txn, &x, g->id, g->id_len, NULL, 0, 0, g->a, &brs, &n);
   if (rc) return rc;
   if (g->want_leaves) {
     if (!n) return DV_ENOT_FOUND;
@@ -421,7 +375,7 @@ static int chg_fn(kv_txn *txn, void *arg) {
       if (bc.i64 > 1) {
         st_branch *brs;
         int nb;
-        rc = read_branches(txn, &x, row->id, row->id_len, 0, KV_SNAPSHOT, &c->a, &brs, &nb);
+        rc = st_branch_range(txn, &x, row->id, row->id_len, NULL, 0, KV_SNAPSHOT, &c->a, &brs, &nb);
         if (rc) break;
         qsort(brs, (size_t)nb, sizeof *brs, br_desc);
         store_leaf *l = arena_alloc(&c->a, (size_t)(nb ? nb : 1) * sizeof *l);
@@ -748,7 +702,7 @@ static int keys_fn(kv_txn *txn, void *arg) {
     st_branch *w;
     int n = 0;
     if (row->id_len && row->id_len <= STORE_MAX_DOCID) {
-      rc = read_branches(txn, &x, row->id, row->id_len, 1, KV_REVERSE, &k->a, &w, &n);
+      rc = st_branch_range(txn, &x, row->id, row->id_len, NULL, 1, KV_REVERSE, &k->a, &w, &n);
       if (rc) return rc;
     }
     if (!n) {

@@ -27,7 +27,13 @@ void st_branch_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len, in
   st_put_hash(&w, r);
 }
 
-static int hash_copy(dv_arena *a, const tup_item *it, store_rev *r) { return st_get_hash(it, a, r); }
+void st_doc_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len, const st_branch *br) {
+  tup_w w;
+  st_key_doc(x, b, &w, ST_SUB_DOC, id, id_len);
+  tup_bool(&w, !br->deleted);
+  tup_int(&w, br->rev.pos);
+  st_put_hash(&w, &br->rev);
+}
 
 int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key_off, const uint8_t *val,
                      size_t val_len, st_branch *out) {
@@ -42,7 +48,7 @@ int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key
   if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 1) return DV_ECORRUPT;
   br.rev.pos = it.i64;
   if (tup_next(&r, &it) != 1 || !tup_r_done(&r)) return DV_ECORRUPT;
-  int rc = hash_copy(a, &it, &br.rev);
+  int rc = st_get_hash(&it, a, &br.rev);
   if (rc) return rc;
   tup_r_init(&r, val, val_len);
   if (tup_get(&r, TUP_INT, &it) || it.i64 != 0) return DV_ECORRUPT; /* RevFormat */
@@ -76,7 +82,7 @@ int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key
   for (size_t i = 0; i < n; i++) {
     if (tup_next(&sub, &e) != 1) return DV_ECORRUPT;
     br.anc[i].pos = br.rev.pos - 1 - (int64_t)i;
-    rc = hash_copy(a, &e, &br.anc[i]);
+    rc = st_get_hash(&e, a, &br.anc[i]);
     if (rc) return rc;
   }
   br.n_anc = n;
@@ -127,5 +133,55 @@ int st_branch_put(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, c
 out:
   buf_free(&k);
   buf_free(&v);
+  return rc;
+}
+
+int st_branch_range(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const dv_buf *end_key,
+                    int limit, int flags, dv_arena *a, st_branch **out, int *out_n) {
+  dv_buf b, e;
+  buf_init(&b);
+  buf_init(&e);
+  tup_w w;
+  st_key_doc(x, &b, &w, ST_SUB_REV, id, id_len);
+  size_t off = b.len;
+  if (end_key) {
+    buf_append(&e, end_key->p, end_key->len);
+  } else {
+    buf_append(&e, b.p, b.len);
+    buf_putc(&e, 0xff);
+  }
+  kv_pair *pairs;
+  int n = 0, more;
+  int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
+  if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, limit, flags, &pairs, &n, &more);
+  if (!rc) st_count_read((size_t)n);
+  st_branch *brs = NULL;
+  if (!rc && n && !(brs = arena_alloc(a, (size_t)n * sizeof *brs))) rc = DV_ENOMEM;
+  for (int i = 0; !rc && i < n; i++)
+    rc = st_branch_decode(a, pairs[i].key, pairs[i].key_len, off, pairs[i].val, pairs[i].val_len, &brs[i]);
+  buf_free(&b);
+  buf_free(&e);
+  if (rc) return rc;
+  *out = brs;
+  *out_n = n;
+  return 0;
+}
+
+int st_branch_get(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, int deleted, const store_rev *r,
+                  dv_arena *a, st_branch *out, int *found) {
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_doc(x, &k, &w, ST_SUB_REV, id, id_len);
+  size_t off = k.len;
+  tup_bool(&w, !deleted);
+  tup_int(&w, r->pos);
+  st_put_hash(&w, r);
+  const uint8_t *v;
+  size_t vl;
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, found);
+  if (!rc) st_count_read((size_t)*found);
+  if (!rc && *found) rc = st_branch_decode(a, k.p, k.len, off, v, vl, out);
+  buf_free(&k);
   return rc;
 }

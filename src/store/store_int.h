@@ -151,6 +151,16 @@ int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key
                      size_t val_len, st_branch *out) DV_MUST_CHECK;
 /* b = (P,"r",DocID,NotDeleted,RevPos,RevHash) */
 void st_branch_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len, int deleted, const store_rev *r);
+/* b = (P,"d",DocID,NotDeleted,RevPos,RevHash): the leaf's body prefix. */
+void st_doc_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len, const st_branch *br);
+/* Range read of a document's branches, [(P,"r",DocID), end_key) (end_key
+ * NULL: the whole document), limit 0 = all, flags KV_REVERSE/KV_SNAPSHOT;
+ * decoded into the arena, counted in store_read_stats. */
+int st_branch_range(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const dv_buf *end_key,
+                    int limit, int flags, dv_arena *a, st_branch **out, int *out_n) DV_MUST_CHECK;
+/* Point read of one leaf's branch KV; *found 0 when absent. Counted. */
+int st_branch_get(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, int deleted, const store_rev *r,
+                  dv_arena *a, st_branch *out, int *found) DV_MUST_CHECK;
 /* Write a branch KV: as the winner (Sequence = (x->inc, this commit, uv);
  * a versionstamped value) or not. Ancestors are stemmed to revs_limit-1
  * and further if the value would pass KV_MAX_VALUE. */
