@@ -85,14 +85,9 @@ static int dbrec_read(store *s, kv_txn *txn, const char *name, size_t len, int f
 }
 
 static int meta_read_int(const st_dbx *x, kv_txn *txn, const char *name, int64_t dflt, int64_t *out) {
-  dv_buf k;
-  buf_init(&k);
-  tup_w w;
-  st_key_db(x, &k, &w, ST_SUB_META);
-  tup_strz(&w, name);
   const uint8_t *v;
   size_t vl;
-  int found, rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, KV_SNAPSHOT, &v, &vl, &found);
+  int found, rc = st_meta_get(txn, x, name, KV_SNAPSHOT, &v, &vl, &found);
   *out = dflt;
   if (!rc && found) {
     tup_r r;
@@ -101,7 +96,6 @@ static int meta_read_int(const st_dbx *x, kv_txn *txn, const char *name, int64_t
     if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) rc = DV_ECORRUPT;
     else *out = it.i64;
   }
-  buf_free(&k);
   return rc;
 }
 
@@ -537,16 +531,10 @@ struct info_arg {
 };
 
 static int counter_get(kv_txn *txn, const st_dbx *x, const char *name, int64_t *out) {
-  dv_buf k;
-  buf_init(&k);
-  tup_w w;
-  st_key_db(x, &k, &w, ST_SUB_META);
-  tup_strz(&w, name);
   const uint8_t *v;
   size_t vl;
-  int found, rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, KV_SNAPSHOT, &v, &vl, &found);
+  int found, rc = st_meta_get(txn, x, name, KV_SNAPSHOT, &v, &vl, &found);
   *out = !rc && found ? st_le64_get(v, vl) : 0;
-  buf_free(&k);
   return rc;
 }
 
@@ -561,36 +549,22 @@ static int info_fn(kv_txn *txn, void *arg) {
   if ((rc = counter_get(txn, &x, "doc_del_count", &o->doc_del_count))) return rc;
   if ((rc = counter_get(txn, &x, "size_active", &o->size_active))) return rc;
   if ((rc = counter_get(txn, &x, "size_external", &o->size_external))) return rc;
-  dv_buf k;
-  buf_init(&k);
-  tup_w w;
-  st_key_db(&x, &k, &w, ST_SUB_META);
-  tup_strz(&w, "update_seq");
   const uint8_t *v;
   size_t vl;
   int found;
-  rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, KV_SNAPSHOT, &v, &vl, &found);
-  buf_free(&k);
+  rc = st_meta_get(txn, &x, "update_seq", KV_SNAPSHOT, &v, &vl, &found);
   if (rc) return rc;
   if (found) {
     tup_r r;
-    tup_item it;
     tup_r_init(&r, v, vl);
-    if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) return DV_ECORRUPT;
-    o->update_seq.inc = it.i64;
-    if (tup_get(&r, TUP_VS, &it)) return DV_ECORRUPT;
-    memcpy(o->update_seq.vs, it.fixed, 12);
+    if (st_seq_get(&r, &o->update_seq)) return DV_ECORRUPT;
   }
   o->revs_limit = x.revs_limit;
   o->incarnation = x.inc;
   o->prefix = x.prefix;
   pthread_mutex_lock(&a->db->mu);
   o->created_at = a->db->created_at;
-  static const char hx[] = "0123456789abcdef";
-  for (int i = 0; i < 16; i++) {
-    o->uuid[2 * i] = hx[a->db->uuid[i] >> 4];
-    o->uuid[2 * i + 1] = hx[a->db->uuid[i] & 15];
-  }
+  st_hex(a->db->uuid, 16, o->uuid);
   o->uuid[32] = 0;
   pthread_mutex_unlock(&a->db->mu);
   return 0;
@@ -631,9 +605,7 @@ static int meta_set(kv_txn *txn, store_db *db, st_op *op, const char *name, cons
   if (rc) return rc;
   dv_buf k;
   buf_init(&k);
-  tup_w w;
-  st_key_db(&x, &k, &w, ST_SUB_META);
-  tup_strz(&w, name);
+  st_key_meta(&x, &k, name);
   rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, val, vl);
   buf_free(&k);
   if (!rc) rc = st_mdv_bump(txn);
@@ -680,17 +652,11 @@ static int sec_get_fn(kv_txn *txn, void *arg) {
   st_dbx x;
   int rc = st_db_check(a->db, txn, &x);
   if (rc) return rc;
-  dv_buf k;
-  buf_init(&k);
-  tup_w w;
-  st_key_db(&x, &k, &w, ST_SUB_META);
-  tup_strz(&w, "security");
   const uint8_t *v;
   size_t vl;
-  rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &a->found);
+  rc = st_meta_get(txn, &x, "security", 0, &v, &vl, &a->found);
   buf_reset(a->text);
   if (!rc && a->found) buf_append(a->text, v, vl);
-  buf_free(&k);
   return rc ? rc : buf_error(a->text);
 }
 

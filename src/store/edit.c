@@ -275,8 +275,7 @@ static int write_change(kv_txn *txn, const st_dbx *x, const char *id, size_t id_
   int rc = 0;
   if (old_w) {
     st_key_db(x, &k, &w, ST_SUB_CHG);
-    tup_int(&w, old_w->seq.inc);
-    tup_vs(&w, old_w->seq.vs);
+    st_seq_put(&w, &old_w->seq);
     rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
   }
   if (!rc) {
@@ -583,8 +582,7 @@ static int up_fn(kv_txn *txn, void *arg) {
   buf_init(&k);
   buf_init(&v);
   tup_w w;
-  st_key_db(&x, &k, &w, ST_SUB_META);
-  tup_strz(&w, "update_seq");
+  st_key_meta(&x, &k, "update_seq");
   tup_w_init(&w, &v);
   tup_int(&w, x.inc);
   tup_vs_incomplete(&w, (uint16_t)(uv - 1));

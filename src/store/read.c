@@ -76,15 +76,13 @@ static json_val *rev_str(dv_arena *a, const store_rev *r) {
   return v;
 }
 
+/* The hash part of a rev, as _revisions lists it. */
 static json_val *hash_str(dv_arena *a, const store_rev *r) {
-  dv_buf b;
-  buf_init(&b);
-  store_rev_format(r, &b);
-  const char *dash = memchr(b.p, '-', b.len);
-  json_val *v = buf_error(&b) || !dash ? NULL
-      : json_new_string(a, dash + 1, b.len - (size_t)(dash + 1 - (const char *)b.p));
-  buf_free(&b);
-  return v;
+  if (r->raw) return json_new_string(a, (const char *)r->h, r->len);
+  char hex[2 * 16];
+  if (r->len > 16) return NULL;
+  st_hex(r->h, r->len, hex);
+  return json_new_string(a, hex, 2 * (size_t)r->len);
 }
 
 #define SETZ(obj, key, val)                                     \
@@ -333,8 +331,7 @@ static int chg_fn(kv_txn *txn, void *arg) {
     buf_reset(side);
     buf_append(side, pfx.p, pfx.len);
     tup_w_init(&w, side);
-    tup_int(&w, from->inc);
-    tup_vs(&w, from->vs);
+    st_seq_put(&w, from);
     if (!c->o->descending) buf_putc(side, 0); /* strictly after */
   }
   kv_pair *pairs;
@@ -350,10 +347,7 @@ static int chg_fn(kv_txn *txn, void *arg) {
     tup_r r;
     tup_item it;
     tup_r_init(&r, pairs[i].key + pfx.len, pairs[i].key_len - pfx.len);
-    if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) { rc = DV_ECORRUPT; break; }
-    row->seq.inc = it.i64;
-    if (tup_get(&r, TUP_VS, &it)) { rc = DV_ECORRUPT; break; }
-    memcpy(row->seq.vs, it.fixed, 12);
+    if ((rc = st_seq_get(&r, &row->seq))) break;
     tup_r_init(&r, pairs[i].val, pairs[i].val_len);
     tup_item id, pos, h, bc, nd;
     if (tup_get(&r, TUP_INT, &it) || tup_get(&r, TUP_STR, &id) || tup_get(&r, TUP_INT, &pos) ||

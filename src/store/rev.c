@@ -54,12 +54,8 @@ int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key
   if (tup_get(&r, TUP_INT, &it) || it.i64 != 0) return DV_ECORRUPT; /* RevFormat */
   if (tup_next(&r, &it) != 1) return DV_ECORRUPT;
   if (it.type == TUP_NEST) {
-    tup_item s;
     br.winner = 1;
-    if (tup_get(&it.sub, TUP_INT, &s) || !(s.fits & TUP_FITS_I64)) return DV_ECORRUPT;
-    br.seq.inc = s.i64;
-    if (tup_get(&it.sub, TUP_VS, &s)) return DV_ECORRUPT;
-    memcpy(br.seq.vs, s.fixed, 12);
+    if (st_seq_get(&it.sub, &br.seq)) return DV_ECORRUPT;
     if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 1) return DV_ECORRUPT;
     br.bc = it.i64;
   } else if (it.type == TUP_NULL) {

@@ -91,6 +91,44 @@ void st_key_doc(const st_dbx *x, dv_buf *b, tup_w *w, char sub, const char *id, 
   tup_str(w, id, id_len);
 }
 
+void st_key_meta(const st_dbx *x, dv_buf *b, const char *name) {
+  tup_w w;
+  st_key_db(x, b, &w, ST_SUB_META);
+  tup_strz(&w, name);
+}
+
+int st_meta_get(kv_txn *txn, const st_dbx *x, const char *name, int flags, const uint8_t **v, size_t *vl,
+                int *found) {
+  dv_buf k;
+  buf_init(&k);
+  st_key_meta(x, &k, name);
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, flags, v, vl, found);
+  buf_free(&k);
+  return rc;
+}
+
+void st_seq_put(tup_w *w, const store_seq *q) {
+  tup_int(w, q->inc);
+  tup_vs(w, q->vs);
+}
+
+int st_seq_get(tup_r *r, store_seq *out) {
+  tup_item it;
+  if (tup_get(r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 0) return DV_ECORRUPT;
+  out->inc = it.i64;
+  if (tup_get(r, TUP_VS, &it)) return DV_ECORRUPT;
+  memcpy(out->vs, it.fixed, 12);
+  return 0;
+}
+
+void st_hex(const uint8_t *p, size_t n, char *out) {
+  static const char hx[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = hx[p[i] >> 4];
+    out[2 * i + 1] = hx[p[i] & 15];
+  }
+}
+
 void st_put_hash(tup_w *w, const store_rev *r) {
   if (r->raw) tup_str(w, (const char *)r->h, r->len);
   else tup_bytes(w, r->h, r->len);
@@ -173,13 +211,8 @@ void store_rev_format(const store_rev *r, dv_buf *b) {
     buf_append(b, r->h, r->len);
     return;
   }
-  static const char hx[] = "0123456789abcdef";
   uint8_t *d = buf_extend(b, 2 * (size_t)r->len);
-  if (!d) return;
-  for (uint32_t i = 0; i < r->len; i++) {
-    d[2 * i] = (uint8_t)hx[r->h[i] >> 4];
-    d[2 * i + 1] = (uint8_t)hx[r->h[i] & 15];
-  }
+  if (d) st_hex(r->h, r->len, (char *)d);
 }
 
 int store_rev_cmp(const store_rev *a, const store_rev *b) {
@@ -215,15 +248,10 @@ void store_seq_format(const store_seq *q, char out[STORE_SEQ_STR]) {
   buf_init(&b);
   tup_w w;
   tup_w_init(&w, &b);
-  tup_int(&w, q->inc);
-  tup_vs(&w, q->vs);
-  static const char hx[] = "0123456789abcdef";
-  size_t o = 0;
-  for (size_t i = 0; i < b.len && o + 3 < STORE_SEQ_STR; i++) {
-    out[o++] = hx[b.p[i] >> 4];
-    out[o++] = hx[b.p[i] & 15];
-  }
-  out[o] = 0;
+  st_seq_put(&w, q);
+  size_t n = b.len < (STORE_SEQ_STR - 1) / 2 ? b.len : (STORE_SEQ_STR - 1) / 2;
+  st_hex(b.p, n, out);
+  out[2 * n] = 0;
   buf_free(&b);
 }
 
@@ -241,13 +269,9 @@ int store_seq_parse(const char *s, size_t n, store_seq *out) {
     raw[i / 2] = (uint8_t)(hi << 4 | lo);
   }
   tup_r r;
-  tup_item it;
   tup_r_init(&r, raw, n / 2);
   store_seq q;
-  if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64) || it.i64 < 0) return DV_EBAD_SEQ;
-  q.inc = it.i64;
-  if (tup_get(&r, TUP_VS, &it) || !tup_r_done(&r)) return DV_EBAD_SEQ;
-  memcpy(q.vs, it.fixed, 12);
+  if (st_seq_get(&r, &q) || !tup_r_done(&r)) return DV_EBAD_SEQ;
   *out = q;
   return 0;
 }
@@ -349,9 +373,7 @@ int st_counter_add(kv_txn *txn, const st_dbx *x, const char *name, int64_t delta
   if (!delta) return 0;
   dv_buf k;
   buf_init(&k);
-  tup_w w;
-  st_key_db(x, &k, &w, ST_SUB_META);
-  tup_strz(&w, name);
+  st_key_meta(x, &k, name);
   uint8_t p[8];
   st_le64(delta, p);
   int rc = buf_error(&k) ? DV_ENOMEM : kv_atomic(txn, KV_ADD, k.p, k.len, p, 8);

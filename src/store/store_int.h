@@ -113,6 +113,17 @@ typedef struct st_dbx {
 void st_key_db(const st_dbx *x, dv_buf *b, tup_w *w, char sub);
 /* b = P + (sub, DocID) */
 void st_key_doc(const st_dbx *x, dv_buf *b, tup_w *w, char sub, const char *id, size_t id_len);
+/* b = P + ("m", name): a database's meta KV. */
+void st_key_meta(const st_dbx *x, dv_buf *b, const char *name);
+/* Read a meta KV (value borrowed from the transaction). */
+int st_meta_get(kv_txn *txn, const st_dbx *x, const char *name, int flags, const uint8_t **v, size_t *vl,
+                int *found) DV_MUST_CHECK;
+/* A Sequence as two tuple elements (Inc, VS): write, or read (DV_ECORRUPT
+ * when the next elements are not one). */
+void st_seq_put(tup_w *w, const store_seq *q);
+int st_seq_get(tup_r *r, store_seq *out) DV_MUST_CHECK;
+/* Lower-case hex of n bytes into out (2n chars, no NUL). */
+void st_hex(const uint8_t *p, size_t n, char *out);
 /* Append a rev's hash element. */
 void st_put_hash(tup_w *w, const store_rev *r);
 /* Read a hash element into r (its bytes decoded into the arena). */
