@@ -128,18 +128,8 @@ struct cons_arg {
   store *s;
   st_op *op;
   int part;
-  int consumed;   /* entries consumed by the attempt */
-  int kept;       /* kept count for a maybe-committed attempt */
+  int64_t consumed; /* entries consumed by the attempt (op->result) */
 };
-
-static void cons_keep(void *arg) {
-  struct cons_arg *a = arg;
-  a->kept = a->consumed;
-}
-static void cons_restore(void *arg) {
-  struct cons_arg *a = arg;
-  a->consumed = a->kept;
-}
 
 static int lease_take(struct cons_arg *a, kv_txn *txn, int *ok) {
   dv_buf k, v;
@@ -254,9 +244,10 @@ int store_db_updates_consume(store *s) {
   int total = 0;
   for (int p = 0; p < s->partitions; p++) {
     for (;;) {
-      st_op op = {.fn = cons_fn, .keep = cons_keep, .restore = cons_restore, .use_txid = 1};
+      st_op op = {.fn = cons_fn, .use_txid = 1};
       struct cons_arg a = {.s = s, .op = &op, .part = p};
       op.arg = &a;
+      op.result = &a.consumed;
       int rc = st_run(s, &op);
       if (rc) return rc;
       total += a.consumed;

@@ -148,6 +148,7 @@ typedef struct ed {
   int empty;            /* body has no members */
   uint8_t digest[16];   /* body_digest */
   uint8_t newh[16];     /* the new rev's hash (interactive) */
+  int refused;          /* 1: e->rc was settled before any transaction */
   int kept_rc;          /* results of a maybe-committed attempt */
   store_rev kept_rev;
   uint8_t kept_h[16];
@@ -565,7 +566,7 @@ static int up_fn(kv_txn *txn, void *arg) {
   uint16_t uv = 0;
   for (size_t i = u->from; i < u->to; i++) {
     ed *d = &u->eds[i];
-    if (d->kept_rc == 1) continue; /* refused before the transaction */
+    if (d->refused) continue;
     d->e->rc = 0;
     int wrote = 0;
     rc = u->new_edits ? edit_interactive(txn, &x, d, uv, &dl, &u->arena, &wrote)
@@ -599,8 +600,8 @@ static void up_keep(void *arg) {
   struct up_arg *u = arg;
   for (size_t i = u->from; i < u->to; i++) {
     ed *d = &u->eds[i];
-    if (d->kept_rc == 1) continue;
-    d->kept_rc = d->e->rc ? d->e->rc : 2; /* 2: success */
+    if (d->refused) continue;
+    d->kept_rc = d->e->rc;
     d->kept_rev = d->e->rev;
     if (d->e->rev.h == d->newh) {
       memcpy(d->kept_h, d->newh, 16);
@@ -613,8 +614,8 @@ static void up_restore(void *arg) {
   struct up_arg *u = arg;
   for (size_t i = u->from; i < u->to; i++) {
     ed *d = &u->eds[i];
-    if (d->kept_rc == 1) continue;
-    d->e->rc = d->kept_rc == 2 ? 0 : d->kept_rc;
+    if (d->refused) continue;
+    d->e->rc = d->kept_rc;
     d->e->rev = d->kept_rev;
   }
 }
@@ -640,7 +641,7 @@ static int mark_duplicates(ed *eds, size_t n) {
       store_edit *o = eds[slot[j]].e;
       if (o->id_len == e->id_len && !memcmp(o->id, e->id, e->id_len)) {
         e->rc = DV_ECONFLICT;
-        eds[i].kept_rc = 1;
+        eds[i].refused = 1;
         break;
       }
       j = (j + 1) & (cap - 1);
@@ -663,7 +664,7 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
     if (!new_edits && edits[i].path_len == 0) edits[i].rc = DV_EBAD_REV;
     if (!edits[i].rc) edits[i].rc = prepare(s, &eds[i]);
     if (edits[i].rc) {
-      eds[i].kept_rc = 1; /* refused before any transaction */
+      eds[i].refused = 1;
       if (edits[i].rc == DV_ENOMEM) { rc = DV_ENOMEM; goto out; }
     }
   }

@@ -740,8 +740,7 @@ struct local_arg {
   dv_buf text;       /* JSON text (put: to store; get: read) */
   int64_t rev;       /* put: expected (0 = none); get: found */
   int deleted;
-  int64_t new_rev;
-  int64_t kept_rev;
+  int64_t new_rev;   /* put: the rev written (op->result) */
 };
 
 static void local_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len) {
@@ -884,24 +883,16 @@ static int local_put_fn(kv_txn *txn, void *arg) {
   return rc;
 }
 
-static void local_keep(void *arg) {
-  struct local_arg *l = arg;
-  l->kept_rev = l->new_rev;
-}
-static void local_restore(void *arg) {
-  struct local_arg *l = arg;
-  l->new_rev = l->kept_rev;
-}
-
 int store_local_put(store_db *db, const char *id, size_t id_len, const json_val *body, int64_t rev, int deleted,
                     int64_t *out_rev) {
   if (id_len <= 7 || memcmp(id, "_local/", 7) || store_docid_check(id, id_len, 1)) return DV_EBAD_DOCID;
   static const json_val empty_obj = {.type = JSON_OBJECT};
   if (!body) body = &empty_obj;
   if (body->type != JSON_OBJECT) return DV_ENOT_OBJECT;
-  st_op op = {.fn = local_put_fn, .keep = local_keep, .restore = local_restore, .use_txid = 1};
+  st_op op = {.fn = local_put_fn, .use_txid = 1};
   struct local_arg l = {.db = db, .op = &op, .id = id, .id_len = id_len, .rev = rev, .deleted = deleted};
   op.arg = &l;
+  op.result = &l.new_rev;
   buf_init(&l.text);
   int rc = json_write(&l.text, body);
   if (!rc && l.text.len > db->s->max_doc) rc = DV_EDOC_TOO_LARGE;

@@ -325,6 +325,7 @@ int st_run(store *s, st_op *op) {
       rc = kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
       if (!rc && found) {
         op->committed_before = 1;
+        if (op->result) *op->result = op->kept;
         if (op->restore) op->restore(op->arg);
         break;
       }
@@ -334,6 +335,7 @@ int st_run(store *s, st_op *op) {
     if (!rc) break;
     if (dv_err_maybe_committed(rc)) {
       maybe = 1;
+      if (op->result) op->kept = *op->result;
       if (op->keep) op->keep(op->arg);
     }
     rc = kv_on_error(txn, rc);

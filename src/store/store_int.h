@@ -182,12 +182,16 @@ int st_branch_put(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, c
 
 /* One logical operation (seed 004 "commit_unknown_result"): a TxId minted
  * once; every attempt first reads it (non-snapshot) and, if the key is
- * there, an earlier attempt committed: `restore` brings back the results
- * kept by `keep` when that attempt's commit came back maybe-committed. */
+ * there, an earlier attempt committed, and its results are the answer:
+ * st_run keeps *result (an operation with one number to report) or calls
+ * `keep` (anything larger) when an attempt's commit comes back
+ * maybe-committed, and brings them back with `restore`. */
 typedef struct st_op {
   int (*fn)(kv_txn *txn, void *arg);  /* one attempt; 0 to commit */
   void (*keep)(void *arg);            /* optional: save this attempt's results */
   void (*restore)(void *arg);         /* optional: bring the saved ones back */
+  int64_t *result;                    /* optional: the one number fn reports */
+  int64_t kept;                       /* *result of a maybe-committed attempt */
   void *arg;
   int use_txid;                       /* 1 for non-idempotent writes */
   uint8_t txid[16];                   /* minted by st_run */
