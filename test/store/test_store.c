@@ -121,7 +121,7 @@ static int list_cb(void *arg, const char *name, size_t len) {
   return 0;
 }
 
-static const char *list(st *t, const char *start, const char *end, int desc, int incl, int64_t limit, int64_t skip) {
+static store_range mkrange(const char *start, const char *end, int desc, int incl, int64_t limit, int64_t skip) {
   store_range r;
   store_range_init(&r);
   r.start = start;
@@ -132,6 +132,11 @@ static const char *list(st *t, const char *start, const char *end, int desc, int
   r.inclusive_end = incl;
   r.limit = limit;
   r.skip = skip;
+  return r;
+}
+
+static const char *list(st *t, const char *start, const char *end, int desc, int incl, int64_t limit, int64_t skip) {
+  store_range r = mkrange(start, end, desc, incl, limit, skip);
   dv_buf b;
   buf_init(&b);
   ASSERT_OK(store_db_list(t->s, &r, list_cb, &b));
@@ -438,15 +443,7 @@ static int row_cb(void *arg, const store_doc_row *r) {
 
 static const char *alldocs(st *t, int which, const char *start, const char *end, int desc, int64_t limit,
                            int64_t skip, int docs) {
-  store_range r;
-  store_range_init(&r);
-  r.start = start;
-  r.start_len = start ? strlen(start) : 0;
-  r.end = end;
-  r.end_len = end ? strlen(end) : 0;
-  r.descending = desc;
-  r.limit = limit;
-  r.skip = skip;
+  store_range r = mkrange(start, end, desc, 1, limit, skip);
   dv_buf b;
   buf_init(&b);
   ASSERT_OK(store_all_docs(t->db, which, &r, docs, 0, row_cb, &b));
