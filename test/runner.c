@@ -87,6 +87,24 @@ int test_sh(const char *fmt, ...) {
   return WEXITSTATUS(st);
 }
 
+void test_fuzz_smoke(const char *name) {
+  const char *dir = getenv("DV_FUZZ_DIR");
+  if (!dir) {
+    printf("SKIPPED: DV_FUZZ_DIR is not set (make test sets it); %s did not run\n", name);
+    return;
+  }
+  /* New corpus entries and crash files go to this test's temporary
+   * directory, never into the repository's seeds. */
+  char corpus[512];
+  snprintf(corpus, sizeof corpus, "%s/corpus", test_tmpdir());
+  ASSERT_OK(mkdir(corpus, 0755));
+  int rc = test_sh("%s/%s -max_total_time=20 -print_final_stats=1 -artifact_prefix=%s/ "
+                   "%s test/fuzz/seeds/%s >%s/fuzz.log 2>&1; rc=$?; "
+                   "tail -n 30 %s/fuzz.log; exit $rc",
+                   dir, name, test_tmpdir(), corpus, name, test_tmpdir(), test_tmpdir());
+  ASSERT_EQ(rc, 0);
+}
+
 void test_fail_(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "%s:%d: ", file, line);

@@ -1540,20 +1540,4 @@ TEST(body_speed) {
   arena_free(&a);
 }
 
-TEST(body_fuzz_smoke) {
-  const char *dir = getenv("DV_FUZZ_DIR");
-  if (!dir) {
-    printf("SKIPPED: DV_FUZZ_DIR is not set (make test sets it); fuzz_body did not run\n");
-    return;
-  }
-  /* new corpus entries and crash files go to this test's temporary
-   * directory, never into the repository's seeds */
-  char corpus[512];
-  snprintf(corpus, sizeof corpus, "%s/corpus", test_tmpdir());
-  ASSERT_OK(mkdir(corpus, 0755));
-  int rc = test_sh("%s/fuzz_body -max_total_time=20 -print_final_stats=1 -artifact_prefix=%s/ "
-                   "%s test/fuzz/seeds/fuzz_body >%s/fuzz.log 2>&1; rc=$?; "
-                   "tail -n 30 %s/fuzz.log; exit $rc",
-                   dir, test_tmpdir(), corpus, test_tmpdir(), test_tmpdir());
-  ASSERT_EQ(rc, 0);
-}
+TEST(body_fuzz_smoke) { test_fuzz_smoke("fuzz_body"); }
