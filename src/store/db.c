@@ -117,6 +117,7 @@ static int mdv_read(kv_txn *txn, uint8_t out[16], size_t *out_len, int *found) {
 
 static void handle_free(store_db *db) {
   pthread_mutex_destroy(&db->mu);
+  dv_free(db->conflict);
   dv_free(db->name);
   dv_free(db);
 }
@@ -150,13 +151,8 @@ int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) {
   int found;
   int rc = mdv_read(txn, mdv, &mdv_len, &found);
   if (rc) return rc;
-  dv_buf k;
-  buf_init(&k);
-  dbs_key(db->s, &k, db->name, db->name_len);
-  buf_putc(&k, 0);
-  if (buf_error(&k)) { buf_free(&k); return DV_ENOMEM; }
-  rc = kv_add_conflict_range(txn, k.p, k.len - 1, k.p, k.len, KV_CONFLICT_READ);
-  buf_free(&k);
+  rc = kv_add_conflict_range(txn, db->conflict, db->conflict_len - 1, db->conflict, db->conflict_len,
+                             KV_CONFLICT_READ);
   if (rc) return rc;
   pthread_mutex_lock(&db->mu);
   int dead = db->dead;
@@ -168,10 +164,7 @@ int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) {
     int have;
     rc = dbrec_read(db->s, txn, db->name, db->name_len, KV_SNAPSHOT, &rec, &have);
     if (rc) return rc;
-    pthread_mutex_lock(&db->mu);
-    int moved = !have || rec.prefix != db->prefix;
-    pthread_mutex_unlock(&db->mu);
-    if (moved) {
+    if (!have || rec.prefix != db->prefix) {
       mark_dead(db);
       return DV_ENO_DB;
     }
@@ -243,7 +236,15 @@ int store_db_open(store *s, const char *name, store_db **out) {
   store_db *db = dv_calloc(1, sizeof *db);
   if (!db) return DV_ENOMEM;
   db->name = dv_strndup(name, len);
-  if (!db->name) {
+  dv_buf ck;
+  buf_init(&ck);
+  dbs_key(s, &ck, name, len);
+  buf_putc(&ck, 0);
+  db->conflict = buf_error(&ck) ? NULL : buf_detach(&ck, &db->conflict_len);
+  buf_free(&ck);
+  if (!db->name || !db->conflict) {
+    dv_free(db->name);
+    dv_free(db->conflict);
     dv_free(db);
     return DV_ENOMEM;
   }

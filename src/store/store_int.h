@@ -62,9 +62,11 @@ struct store_db {
   struct store_db *next;  /* hash chain in s->tab */
   char *name;             /* NUL-terminated */
   size_t name_len;
+  uint8_t *conflict;      /* (R,0,"dbs",Name) + 0x00: the end of its read conflict range */
+  size_t conflict_len;
   int refs;               /* under s->mu */
+  int64_t prefix;         /* DbPrefix (fixed for the handle's life) */
   pthread_mutex_t mu;     /* guards the fields below */
-  int64_t prefix;         /* DbPrefix */
   int64_t inc;            /* Incarnation */
   int64_t created_at;     /* unix seconds */
   uint8_t uuid[16];       /* DbUUID */
