@@ -337,6 +337,22 @@ int store_db_updates(store *s, const store_seq *since, int64_t limit,
  * calls this; tests call it to make the index current. */
 int store_db_updates_consume(store *s) DV_MUST_CHECK;
 
+/* ---- waiting for changes ------------------------------------------------ */
+
+/* Watch a database for any committed edit (or its deletion): cb runs once,
+ * on a kv thread (must not block). Register first, then read: an edit
+ * committed after this returns always fires it, one committed before is
+ * visible to any read started after. Free with kv_watch_free. */
+int store_db_watch(store_db *db, kv_watch_cb cb, void *arg, kv_watch **out) DV_MUST_CHECK;
+/* The same for the _db_updates index (fires when the consumer adds rows). */
+int store_db_updates_watch(store *s, kv_watch_cb cb, void *arg, kv_watch **out) DV_MUST_CHECK;
+
+/* ---- the server's identity ---------------------------------------------- */
+
+/* The server uuid (32 hex chars + NUL): made once, stored in the kv, the
+ * same after every restart (PouchDB builds replication ids from it). */
+int store_server_uuid(store *s, char out[33]) DV_MUST_CHECK;
+
 /* ---- instrumentation ---------------------------------------------------- */
 
 /* Reads of the revisions subspace made by this thread (for the seed 000

@@ -1,0 +1,238 @@
+/* http_int.h — shared by the files of src/http only: the request object,
+ * response builders, query-parameter parsers, streamed feeds, and the
+ * handler table the router dispatches to.
+ *
+ * Data flow of one request (server.c owns it):
+ *
+ *   MHD access callback ─▶ hreq created (arena, decoded path segments,
+ *     decoded query) ─▶ body read into r->body (≤ max_body, else 413)
+ *     ─▶ route.c picks a handler ─▶ handler calls store_* (blocking, on this
+ *     pool thread) and fills the response: status + r->out (+ headers), or
+ *     hres_feed() for a streamed body ─▶ server.c queues it with MHD.
+ *
+ *   A feed (changes, _db_updates): MHD pulls the body through a content
+ *   reader; it calls ops->step to produce more. When step says HF_WAIT the
+ *   connection is suspended (no pool thread held) until hfeed_wake() (a kv
+ *   watch fired), its timer is due (heartbeat/timeout), or the client left
+ *   (server.c's reaper thread peeks at suspended sockets).
+ *
+ * Handlers never send anything themselves; they set the response and
+ * return. Every handler has the signature `void hapi_x(hreq *r)`. A handler
+ * that fails writes the CouchDB error with hres_err()/hres_errs() and
+ * returns.
+ *
+ * Not here: authentication (issue 6), attachments (issue 7).
+ */
+#ifndef DV_HTTP_INT_H
+#define DV_HTTP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/http.h"
+#include "json/json.h"
+#include "store/store.h"
+#include "util/arena.h"
+#include "util/buf.h"
+#include "util/err.h"
+
+/* ---- the server ---------------------------------------------------------- */
+
+typedef struct http_server hsrv; /* server.c: the daemon, its options, the feed reaper */
+
+store *hsrv_store(hsrv *s);
+const char *hsrv_uuid(hsrv *s);           /* 32 hex chars, stable across restarts */
+const http_opts *hsrv_opts(hsrv *s);
+
+/* ---- the request --------------------------------------------------------- */
+
+enum {
+  HM_GET = 1,
+  HM_HEAD,
+  HM_POST,
+  HM_PUT,
+  HM_DELETE,
+  HM_COPY,
+  HM_OPTIONS,
+  HM_OTHER,
+};
+
+#define HREQ_MAX_SEG 16 /* path segments kept; a longer path is a 400 */
+
+typedef struct hparam {
+  const char *key;   /* decoded, NUL-terminated */
+  size_t klen;
+  const char *val;   /* decoded ('+' is a space, %XX a byte), NUL-terminated */
+  size_t vlen;
+} hparam;
+
+typedef struct hhdr {
+  const char *name;  /* response header name */
+  const char *val;   /* its value */
+} hhdr;
+
+typedef struct hfeed hfeed;
+
+typedef struct hreq {
+  hsrv *srv;                      /* the server */
+  void *conn;                     /* struct MHD_Connection * */
+  int method;                     /* HM_* */
+  const char *method_str;         /* as sent */
+  const char *path;               /* raw path, still percent-encoded */
+  int nseg;                       /* path segments ("/" alone: 0) */
+  const char *seg[HREQ_MAX_SEG];  /* each percent-decoded, NUL-terminated */
+  size_t seg_len[HREQ_MAX_SEG];   /* their lengths (a segment may hold NUL) */
+  hparam *params;                 /* query parameters in order, decoded */
+  int nparams;
+  char *body;                     /* request body (NUL-terminated), or NULL */
+  size_t body_len;
+  dv_arena a;                     /* per-request memory, freed at the end */
+  /* set by the router for database and document handlers */
+  store_db *db;                   /* hreq_open_db(): the open database */
+  const char *db_name;            /* seg[0] */
+  const char *docid;              /* full id: "x", "_design/x", "_local/x" */
+  size_t docid_len;
+  int sub;                        /* index of the first segment after the doc id
+                                     (attachment name), or 0 when none */
+  /* the response */
+  int status;                     /* 0 until a handler set one */
+  const char *ctype;              /* Content-Type (default application/json) */
+  dv_buf out;                     /* the body */
+  hhdr hdr[16];                   /* extra response headers */
+  int nhdr;
+  hfeed *feed;                    /* a streamed body (hres_feed) */
+} hreq;
+
+/* A request header (case-insensitive name), or NULL. */
+const char *hreq_hdr(hreq *r, const char *name);
+
+/* Open r->db from r->db_name. On failure writes the error (404 "Database
+ * does not exist.", 400 illegal_database_name) and returns nonzero. */
+int hreq_open_db(hreq *r);
+
+/* Content-Type must be application/json (parameters such as charset are
+ * allowed), else 415 bad_content_type written and nonzero returned. */
+int hreq_need_json(hreq *r);
+
+/* Parse the body as JSON into r->a. An empty or broken body is a 400
+ * bad_request ("invalid UTF-8 JSON") written here, and nonzero returned.
+ * With want_object, anything but an object is 400 "Request body must be a
+ * JSON object". */
+int hreq_json_body(hreq *r, int want_object, json_val **out);
+
+/* ---- query parameters ---------------------------------------------------- */
+/* Each returns 0, or writes 400 query_parse_error and returns -1. Absent
+ * parameters leave *io untouched, so callers preset the default. */
+
+/* The value of a parameter (last one wins, as CouchDB), or NULL. */
+const char *hq_get(hreq *r, const char *name, size_t *out_len);
+/* "true" / "false" only. */
+int hq_bool(hreq *r, const char *name, int *io);
+/* A decimal integer >= min. */
+int hq_int(hreq *r, const char *name, int64_t min, int64_t *io);
+/* A JSON value (startkey, keys, open_revs, …) parsed into r->a. */
+int hq_json(hreq *r, const char *name, json_val **io);
+
+/* ---- the response ---------------------------------------------------------- */
+
+/* A JSON writer over r->out with the status set (body starts empty). The
+ * server appends the trailing newline CouchDB sends. */
+json_w *hres_jw(hreq *r, int status, json_w *w);
+/* Status and a JSON value as the body. */
+void hres_json(hreq *r, int status, const json_val *v);
+/* {"ok":true} */
+void hres_ok(hreq *r, int status);
+/* The CouchDB error for a DV_E* code (util/err.h): its status, error and
+ * reason. */
+void hres_err(hreq *r, int rc);
+/* An explicit error body {"error":error,"reason":reason}. */
+void hres_errs(hreq *r, int status, const char *error, const char *reason);
+/* printf-style reason. */
+void hres_errf(hreq *r, int status, const char *error, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* 405 with Allow: allowed (e.g. "GET,HEAD,POST"). */
+void hres_method(hreq *r, const char *allowed);
+/* Add a response header (both strings copied into r->a). */
+void hres_header(hreq *r, const char *name, const char *val);
+/* A non-JSON body. */
+void hres_raw(hreq *r, int status, const char *ctype, const void *p, size_t n);
+
+/* ---- streamed bodies (feeds) ---------------------------------------------- */
+
+enum {
+  HF_MORE = 0,  /* output produced; call step again when it has been sent */
+  HF_DONE = 1,  /* output produced (maybe none); the body ends after it */
+  HF_WAIT = 2,  /* send what was produced, then wait for a wake or the timer */
+  HF_FAIL = -1, /* abort the connection (the client sees a cut body) */
+};
+
+typedef struct hfeed_ops {
+  /* Produce output into out (empty on entry). Runs on a pool thread, never
+   * two at once for one feed. hfeed_woken() tells whether a wake came. */
+  int (*step)(void *arg, hfeed *f, dv_buf *out);
+  /* The request is over (finished, failed, or the client left): stop any
+   * watch (kv_watch_free) and free arg. Runs once. */
+  void (*done)(void *arg);
+} hfeed_ops;
+
+/* Make the response a feed. The status and headers set on r are sent
+ * first; the body is chunked. arg is owned by the feed from here on (done
+ * frees it, even if the response never starts). */
+void hres_feed(hreq *r, int status, const char *ctype, const hfeed_ops *ops, void *arg);
+
+/* From any thread, at any time (a kv watch callback): wake the feed. Safe
+ * to call before it waits (the wake is remembered) and after done() began
+ * (ignored). */
+void hfeed_wake(hfeed *f);
+/* Consume the remembered wake: 1 if a wake came since the last call. */
+int hfeed_woken(hfeed *f);
+/* Wake the feed at this monotonic time in ms (0: no timer). */
+void hfeed_timer(hfeed *f, int64_t due_ms);
+/* Monotonic clock, ms. */
+int64_t hnow_ms(void);
+
+/* ---- small tools ----------------------------------------------------------- */
+
+/* A random 128-bit id as 32 lower-case hex chars + NUL (new doc ids,
+ * /_uuids). */
+void http_uuid(char out[33]);
+
+/* ---- handlers (route.c dispatches) --------------------------------------- */
+
+/* h_server.c */
+void hapi_root(hreq *r);          /* GET / */
+void hapi_up(hreq *r);            /* /_up */
+void hapi_all_dbs(hreq *r);       /* /_all_dbs */
+void hapi_dbs_info(hreq *r);      /* /_dbs_info */
+void hapi_uuids(hreq *r);         /* /_uuids */
+void hapi_active_tasks(hreq *r);  /* /_active_tasks */
+void hapi_membership(hreq *r);    /* /_membership */
+void hapi_node(hreq *r);          /* /_node/{name}[/...] */
+
+/* h_db.c */
+void hapi_db(hreq *r);            /* /{db}: PUT GET HEAD DELETE POST */
+void hapi_revs_limit(hreq *r);    /* /{db}/_revs_limit */
+void hapi_security(hreq *r);      /* /{db}/_security */
+void hapi_compact(hreq *r);       /* /{db}/_compact[/{ddoc}] */
+void hapi_view_cleanup(hreq *r);  /* /{db}/_view_cleanup */
+void hapi_ensure_full_commit(hreq *r); /* /{db}/_ensure_full_commit */
+
+/* h_doc.c */
+void hapi_doc_post(hreq *r);      /* POST /{db} (called by hapi_db) */
+void hapi_doc(hreq *r);           /* /{db}/{docid} incl. _design/ and _local/ */
+
+/* h_bulk.c */
+void hapi_bulk_docs(hreq *r);     /* /{db}/_bulk_docs */
+void hapi_bulk_get(hreq *r);      /* /{db}/_bulk_get */
+void hapi_revs_diff(hreq *r);     /* /{db}/_revs_diff */
+void hapi_missing_revs(hreq *r);  /* /{db}/_missing_revs */
+void hapi_purge(hreq *r);         /* /{db}/_purge */
+void hapi_purged_infos_limit(hreq *r); /* /{db}/_purged_infos_limit */
+/* which: STORE_ALL, STORE_DESIGN, STORE_LOCAL; queries: the /queries form */
+void hapi_all_docs(hreq *r, int which, int queries);
+
+/* h_changes.c */
+void hapi_changes(hreq *r);       /* /{db}/_changes */
+void hapi_db_updates(hreq *r);    /* /_db_updates */
+
+#endif

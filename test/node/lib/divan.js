@@ -1,0 +1,55 @@
+// divan.js — start a real `divan serve` for a test, on a free loopback port,
+// with its own data directory; stop it by PID.
+//
+//   const { startDivan } = require('../lib/divan');
+//   const srv = await startDivan();          // { url, port, pid, dataDir, proc }
+//   ... fetch(srv.url + '/db') ...
+//   await srv.stop();                        // SIGTERM, then SIGKILL after 5 s
+//   await srv.kill9();                       // SIGKILL (crash tests)
+//   const again = await startDivan({ dataDir: srv.dataDir }); // restart on the same data
+//
+// The binary is $DIVAN_BIN or ./divan (run `make` first). The server prints
+// "divan: listening on http://HOST:PORT/" on stdout once it accepts.
+'use strict';
+const { spawn } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+function startDivan(opts = {}) {
+  const bin = process.env.DIVAN_BIN ? path.resolve(process.env.DIVAN_BIN) : path.join(ROOT, 'divan');
+  const dataDir = opts.dataDir || fs.mkdtempSync(path.join(process.env.TEST_TMPDIR || os.tmpdir(), 'divan-'));
+  const args = ['serve', '--data', dataDir, '--bind', '127.0.0.1', '--port', '0', ...(opts.args || [])];
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (d) => { log += d; if (process.env.DIVAN_LOG) process.stderr.write(d); });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error('divan did not start: ' + out + log)); }, 15000);
+    proc.on('exit', (code, sig) => { clearTimeout(timer); reject(new Error(`divan exited (${code ?? sig}): ${out}${log}`)); });
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/[^\s/]+:(\d+))\//.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      proc.removeAllListeners('exit');
+      const exited = new Promise((res) => proc.on('exit', (code, sig) => res(code ?? sig)));
+      const halt = (sig) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return exited;
+        proc.kill(sig);
+        const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+        return exited.finally(() => clearTimeout(t));
+      };
+      resolve({
+        url: m[1], port: Number(m[2]), pid: proc.pid, dataDir, proc,
+        log: () => log,
+        stop: () => halt('SIGTERM'),
+        kill9: () => halt('SIGKILL'),
+      });
+    });
+  });
+}
+
+module.exports = { startDivan, ROOT };
