@@ -25,6 +25,8 @@ typedef struct http_opts {
   size_t max_body;        /* 0 = HTTP_DEFAULT_MAX_BODY */
   int timeout_s;          /* idle connection timeout; 0 = HTTP_DEFAULT_TIMEOUT */
   const char *version;    /* divan's version, for GET / */
+  const char *data_dir;   /* shown by /_node/_local/_config */
+  size_t max_document_size; /* the store's limit, shown by _config */
 } http_opts;
 
 typedef struct http_server http_server;

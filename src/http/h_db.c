@@ -1,0 +1,198 @@
+/* h_db.c — database endpoints: PUT/GET/HEAD/DELETE/POST /{db},
+ * _revs_limit, _security, and the maintenance endpoints CouchDB clients
+ * call (_compact, _view_cleanup, _ensure_full_commit) which have nothing to
+ * do here: the store compacts itself and every answered write is durable.
+ *
+ * Not here: documents (h_doc.c), bulk and _all_docs (h_bulk.c), feeds
+ * (h_changes.c), purge (h_purge.c).
+ */
+#include <string.h>
+
+#include "http/http_int.h"
+
+void hapi__db_info(json_w *w, store_db *db, const store_db_info *in); /* h_server.c */
+
+static void db_create(hreq *r) {
+  /* q, n and placement are cluster knobs of CouchDB with no meaning here;
+   * partitioned databases are not supported. */
+  int partitioned = 0;
+  if (hq_bool(r, "partitioned", &partitioned)) return;
+  if (partitioned) {
+    hres_errs(r, 400, "bad_request", "Partitioned databases are not supported.");
+    return;
+  }
+  size_t n = strlen(r->db_name);
+  int rc = store_db_name_check(r->db_name, n);
+  if (!rc) rc = store_db_create(hsrv_store(r->srv), r->db_name);
+  if (rc == DV_EBAD_DB_NAME) {
+    r->db = NULL;
+    if (hreq_open_db(r)) return; /* writes CouchDB's illegal_database_name */
+  }
+  if (rc) {
+    hres_err(r, rc);
+    return;
+  }
+  dv_buf loc;
+  buf_init(&loc);
+  buf_printf(&loc, "/%s", r->path[0] == '/' ? r->path + 1 : r->path);
+  hres_ok(r, 201);
+  if (!buf_error(&loc)) hres_header(r, "Location", (const char *)loc.p);
+  buf_free(&loc);
+}
+
+static void db_delete(hreq *r) {
+  if (hq_get(r, "rev", NULL)) {
+    hres_errs(r, 400, "bad_request",
+              "You tried to DELETE a database with a ?rev= parameter. Did you mean to DELETE a document instead?");
+    return;
+  }
+  int rc = store_db_name_check(r->db_name, strlen(r->db_name));
+  if (rc) {
+    if (hreq_open_db(r)) return;
+  }
+  rc = store_db_delete(hsrv_store(r->srv), r->db_name);
+  if (rc) hres_err(r, rc);
+  else hres_ok(r, 200);
+}
+
+void hapi_db(hreq *r) {
+  switch (r->method) {
+  case HM_PUT:
+    db_create(r);
+    return;
+  case HM_DELETE:
+    db_delete(r);
+    return;
+  case HM_GET:
+  case HM_HEAD: {
+    if (hreq_open_db(r)) return;
+    store_db_info in;
+    int rc = store_db_info_get(r->db, &in);
+    if (rc) {
+      hres_err(r, rc);
+      return;
+    }
+    json_w w;
+    hres_jw(r, 200, &w);
+    hapi__db_info(&w, r->db, &in);
+    return;
+  }
+  case HM_POST:
+    if (hreq_open_db(r)) return;
+    hapi_doc_post(r);
+    return;
+  default:
+    hres_method(r, "DELETE,GET,HEAD,POST,PUT");
+  }
+}
+
+void hapi_revs_limit(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_PUT) {
+    hres_method(r, "GET,PUT");
+    return;
+  }
+  if (hreq_open_db(r)) return;
+  int64_t n;
+  int rc;
+  if (r->method == HM_GET) {
+    rc = store_db_get_revs_limit(r->db, &n);
+    if (!rc) {
+      json_w w;
+      hres_jw(r, 200, &w);
+      json_w_int(&w, n);
+    }
+  } else {
+    json_val *v;
+    if (hreq_json_body(r, 0, &v)) return;
+    if (v->type != JSON_NUMBER || json_num_int64(v->u.s, v->len, &n) || n < 1) {
+      hres_errs(r, 400, "bad_request", "revs_limit must be a positive integer");
+      return;
+    }
+    rc = store_db_set_revs_limit(r->db, n);
+    if (!rc) hres_ok(r, 200);
+  }
+  if (rc) hres_err(r, rc);
+}
+
+/* {"names":[strings], "roles":[strings]}, either member optional. */
+static int sec_part_ok(const json_val *p) {
+  if (!p) return 1;
+  if (p->type != JSON_OBJECT) return 0;
+  static const char *const keys[] = {"names", "roles"};
+  for (int k = 0; k < 2; k++) {
+    json_val *a = json_obj_getz(p, keys[k]);
+    if (!a) continue;
+    if (a->type != JSON_ARRAY) return 0;
+    for (size_t i = 0; i < a->len; i++)
+      if (a->u.items[i]->type != JSON_STRING) return 0;
+  }
+  return 1;
+}
+
+void hapi_security(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_PUT) {
+    hres_method(r, "GET,PUT");
+    return;
+  }
+  if (hreq_open_db(r)) return;
+  int rc;
+  if (r->method == HM_GET) {
+    json_val *sec;
+    rc = store_db_get_security(r->db, &r->a, &sec);
+    if (!rc) hres_json(r, 200, sec);
+  } else {
+    json_val *sec;
+    if (hreq_json_body(r, 1, &sec)) return;
+    if (!sec_part_ok(json_obj_getz(sec, "admins")) || !sec_part_ok(json_obj_getz(sec, "members"))) {
+      hres_errs(r, 400, "bad_request", "names and roles must be arrays of strings");
+      return;
+    }
+    rc = store_db_set_security(r->db, sec);
+    if (!rc) hres_ok(r, 200);
+  }
+  if (rc) hres_err(r, rc);
+}
+
+/* POST with a JSON content type, on an existing database. */
+static int maintenance_pre(hreq *r) {
+  if (r->method != HM_POST) {
+    hres_method(r, "POST");
+    return -1;
+  }
+  if (hreq_open_db(r) || hreq_need_json(r)) return -1;
+  return 0;
+}
+
+void hapi_compact(hreq *r) {
+  if (maintenance_pre(r)) return;
+  if (r->nseg == 3) { /* /_compact/{ddoc}: the design doc must exist */
+    char id[8 + 4096 + 1];
+    size_t n = r->seg_len[2];
+    if (n > 4096) n = 4096;
+    memcpy(id, "_design/", 8);
+    memcpy(id + 8, r->seg[2], n);
+    json_val *d;
+    int rc = store_doc_get(r->db, id, 8 + n, NULL, 0, &r->a, &d);
+    if (rc) {
+      hres_err(r, rc);
+      return;
+    }
+  }
+  hres_ok(r, 202);
+}
+
+void hapi_view_cleanup(hreq *r) {
+  if (maintenance_pre(r)) return;
+  hres_ok(r, 202);
+}
+
+void hapi_ensure_full_commit(hreq *r) {
+  if (r->method != HM_POST) {
+    hres_method(r, "POST");
+    return;
+  }
+  if (hreq_open_db(r)) return;
+  json_w w;
+  hres_jw(r, 201, &w);
+  json_w_raw(&w, "{\"ok\":true,\"instance_start_time\":\"0\"}", 37);
+}

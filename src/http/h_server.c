@@ -1,0 +1,369 @@
+/* h_server.c — the server-level endpoints: GET /, /_up, /_all_dbs,
+ * /_dbs_info, /_uuids, /_active_tasks, /_membership, /_node/….
+ *
+ * Answers follow CouchDB 3.x's shapes; divan is a single node named
+ * "divan@127.0.0.1" (membership and _node/_local report it). The config
+ * shown by /_node/_local/_config is read-only until the configuration
+ * issue: it lists the settings this server actually runs with.
+ *
+ * Not here: /_db_updates (h_changes.c), /_session (authentication issue).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "http/http_int.h"
+
+#define NODE_NAME "divan@127.0.0.1"
+#define COUCH_VERSION "3.3.3" /* the CouchDB API level divan speaks */
+#define MAX_UUIDS 1000        /* CouchDB's [uuids] max_count */
+#define MAX_DBS_INFO 100      /* CouchDB's max_db_number_for_dbs_info_req */
+
+void hapi_root(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  const http_opts *o = hsrv_opts(r->srv);
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "couchdb");
+  json_w_strz(&w, "Welcome");
+  json_w_keyz(&w, "version");
+  json_w_strz(&w, COUCH_VERSION);
+  json_w_keyz(&w, "git_sha");
+  json_w_strz(&w, "divan");
+  json_w_keyz(&w, "uuid");
+  json_w_strz(&w, hsrv_uuid(r->srv));
+  json_w_keyz(&w, "features");
+  json_w_arr_begin(&w);
+  json_w_strz(&w, "access-ready");
+  json_w_strz(&w, "pluggable-storage-engines");
+  json_w_arr_end(&w);
+  json_w_keyz(&w, "vendor");
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "name");
+  json_w_strz(&w, "divan");
+  json_w_keyz(&w, "version");
+  json_w_strz(&w, o->version);
+  json_w_obj_end(&w);
+  json_w_obj_end(&w);
+}
+
+void hapi_up(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_raw(&w, "{\"status\":\"ok\",\"seeds\":{}}", 26);
+}
+
+/* ---- database lists ------------------------------------------------------------ */
+
+/* A JSON-string parameter (startkey="a"): its bytes, or an error. */
+static int str_param(hreq *r, const char *name, const char **out, size_t *out_len) {
+  json_val *v = NULL;
+  if (hq_json(r, name, &v)) return -1;
+  if (!v) return 0;
+  if (v->type != JSON_STRING) {
+    hres_errf(r, 400, "query_parse_error", "Invalid value for %s: must be a JSON string", name);
+    return -1;
+  }
+  *out = v->u.s;
+  *out_len = v->len;
+  return 0;
+}
+
+/* CouchDB's list parameters: descending, startkey/start_key,
+ * endkey/end_key, inclusive_end, limit, skip. */
+static int list_params(hreq *r, store_range *rg) {
+  store_range_init(rg);
+  int desc = 0, incl = 1;
+  int64_t limit = -1, skip = 0;
+  if (hq_bool(r, "descending", &desc) || hq_bool(r, "inclusive_end", &incl) ||
+      hq_int(r, "limit", 0, &limit) || hq_int(r, "skip", 0, &skip))
+    return -1;
+  if (str_param(r, "startkey", &rg->start, &rg->start_len) || str_param(r, "start_key", &rg->start, &rg->start_len) ||
+      str_param(r, "endkey", &rg->end, &rg->end_len) || str_param(r, "end_key", &rg->end, &rg->end_len))
+    return -1;
+  rg->descending = desc;
+  rg->inclusive_end = incl;
+  rg->limit = limit;
+  rg->skip = skip;
+  return 0;
+}
+
+static int name_row(void *arg, const char *name, size_t len) {
+  json_w_str(arg, name, len);
+  return 0;
+}
+
+void hapi_all_dbs(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  store_range rg;
+  if (list_params(r, &rg)) return;
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_arr_begin(&w);
+  int rc = store_db_list(hsrv_store(r->srv), &rg, name_row, &w);
+  if (rc) {
+    hres_err(r, rc);
+    return;
+  }
+  json_w_arr_end(&w);
+}
+
+/* The body of GET /{db} (also used by /_dbs_info). */
+void hapi__db_info(json_w *w, store_db *db, const store_db_info *in) {
+  char seq[STORE_SEQ_STR];
+  store_seq_format(&in->update_seq, seq);
+  json_w_obj_begin(w);
+  json_w_keyz(w, "db_name");
+  json_w_strz(w, store_db_name(db));
+  json_w_keyz(w, "purge_seq");
+  json_w_strz(w, "0");
+  json_w_keyz(w, "update_seq");
+  json_w_strz(w, seq);
+  json_w_keyz(w, "sizes");
+  json_w_obj_begin(w);
+  json_w_keyz(w, "file");
+  json_w_int(w, in->size_active);
+  json_w_keyz(w, "external");
+  json_w_int(w, in->size_external);
+  json_w_keyz(w, "active");
+  json_w_int(w, in->size_active);
+  json_w_obj_end(w);
+  json_w_keyz(w, "props");
+  json_w_raw(w, "{}", 2);
+  json_w_keyz(w, "doc_del_count");
+  json_w_int(w, in->doc_del_count);
+  json_w_keyz(w, "doc_count");
+  json_w_int(w, in->doc_count);
+  json_w_keyz(w, "disk_format_version");
+  json_w_int(w, 8);
+  json_w_keyz(w, "compact_running");
+  json_w_bool(w, 0);
+  json_w_keyz(w, "cluster");
+  json_w_raw(w, "{\"q\":1,\"n\":1,\"w\":1,\"r\":1}", 25);
+  json_w_keyz(w, "instance_start_time");
+  json_w_strz(w, "0");
+  json_w_obj_end(w);
+}
+
+/* One /_dbs_info entry: {"key", "info"} or {"key", "error":"not_found"}. */
+static int dbs_info_row(hreq *r, json_w *w, const char *name, size_t len) {
+  char *z = arena_strndup(&r->a, name, len);
+  if (!z) return DV_ENOMEM;
+  store_db *db = NULL;
+  store_db_info in;
+  int rc = store_db_name_check(z, len) ? DV_ENO_DB : store_db_open(hsrv_store(r->srv), z, &db);
+  if (!rc) rc = store_db_info_get(db, &in);
+  json_w_obj_begin(w);
+  json_w_keyz(w, "key");
+  json_w_str(w, name, len);
+  if (!rc) {
+    json_w_keyz(w, "info");
+    hapi__db_info(w, db, &in);
+  } else if (rc == DV_ENO_DB) {
+    json_w_keyz(w, "error");
+    json_w_strz(w, "not_found");
+    rc = 0;
+  }
+  json_w_obj_end(w);
+  store_db_close(db);
+  return rc;
+}
+
+struct names {
+  hreq *r;          /* the request (arena) */
+  const char **s;   /* names collected */
+  size_t *len;      /* their lengths */
+  size_t n, cap;
+};
+
+static int collect_name(void *arg, const char *name, size_t len) {
+  struct names *nm = arg;
+  if (nm->n == nm->cap) {
+    size_t cap = nm->cap ? 2 * nm->cap : 64;
+    const char **s = arena_realloc(&nm->r->a, nm->s, nm->cap * sizeof *s, cap * sizeof *s, 8);
+    size_t *l = arena_realloc(&nm->r->a, nm->len, nm->cap * sizeof *l, cap * sizeof *l, 8);
+    if (!s || !l) return DV_ENOMEM;
+    nm->s = s, nm->len = l, nm->cap = cap;
+  }
+  nm->s[nm->n] = arena_strndup(&nm->r->a, name, len);
+  if (!nm->s[nm->n]) return DV_ENOMEM;
+  nm->len[nm->n++] = len;
+  return 0;
+}
+
+void hapi_dbs_info(hreq *r) {
+  struct names nm = {.r = r};
+  int rc = 0;
+  if (r->method == HM_GET || r->method == HM_HEAD) {
+    store_range rg;
+    if (list_params(r, &rg)) return;
+    rc = store_db_list(hsrv_store(r->srv), &rg, collect_name, &nm);
+  } else if (r->method == HM_POST) {
+    json_val *body, *keys;
+    if (hreq_need_json(r) || hreq_json_body(r, 1, &body)) return;
+    keys = json_obj_getz(body, "keys");
+    if (!keys || keys->type != JSON_ARRAY) {
+      hres_errs(r, 400, "bad_request", "`keys` member must exist.");
+      return;
+    }
+    if (keys->len > MAX_DBS_INFO) {
+      hres_errf(r, 400, "bad_request", "`keys` member must be an array of at most %d database names.",
+                MAX_DBS_INFO);
+      return;
+    }
+    for (size_t i = 0; i < keys->len && !rc; i++) {
+      json_val *k = keys->u.items[i];
+      if (k->type != JSON_STRING) {
+        hres_errs(r, 400, "bad_request", "`keys` member must be an array of strings.");
+        return;
+      }
+      rc = collect_name(&nm, k->u.s, k->len);
+    }
+  } else {
+    hres_method(r, "GET,HEAD,POST");
+    return;
+  }
+  if (rc) {
+    hres_err(r, rc);
+    return;
+  }
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_arr_begin(&w);
+  for (size_t i = 0; i < nm.n && !rc; i++) rc = dbs_info_row(r, &w, nm.s[i], nm.len[i]);
+  if (rc) {
+    hres_err(r, rc);
+    return;
+  }
+  json_w_arr_end(&w);
+}
+
+void hapi_uuids(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  int64_t count = 1;
+  if (hq_int(r, "count", 0, &count)) return;
+  if (count > MAX_UUIDS) {
+    hres_errs(r, 400, "bad_request", "count parameter too large");
+    return;
+  }
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "uuids");
+  json_w_arr_begin(&w);
+  for (int64_t i = 0; i < count; i++) {
+    char id[33];
+    http_uuid(id);
+    json_w_str(&w, id, 32);
+  }
+  json_w_arr_end(&w);
+  json_w_obj_end(&w);
+  hres_header(r, "Cache-Control", "must-revalidate, no-cache");
+  hres_header(r, "Pragma", "no-cache");
+}
+
+void hapi_active_tasks(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_raw(&w, "[]", 2);
+}
+
+void hapi_membership(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_raw(&w, "{\"all_nodes\":[\"" NODE_NAME "\"],\"cluster_nodes\":[\"" NODE_NAME "\"]}",
+             strlen("{\"all_nodes\":[\"" NODE_NAME "\"],\"cluster_nodes\":[\"" NODE_NAME "\"]}"));
+}
+
+/* ---- /_node ------------------------------------------------------------------------ */
+
+/* The running configuration as CouchDB's sections of string values. */
+static json_val *config_now(hreq *r) {
+  const http_opts *o = hsrv_opts(r->srv);
+  dv_arena *a = &r->a;
+  char num[32];
+  json_val *c = json_new_object(a), *s;
+  if (!c) return NULL;
+  s = json_new_object(a);
+  if (json_obj_setz(a, c, "couchdb", s)) return NULL;
+  snprintf(num, sizeof num, "%zu", o->max_document_size ? o->max_document_size : (size_t)STORE_DEFAULT_MAX_DOC);
+  if (json_obj_setz(a, s, "max_document_size", json_new_stringz(a, num)) ||
+      json_obj_setz(a, s, "uuid", json_new_stringz(a, hsrv_uuid(r->srv))) ||
+      json_obj_setz(a, s, "database_dir", json_new_stringz(a, o->data_dir ? o->data_dir : "")))
+    return NULL;
+  s = json_new_object(a);
+  if (json_obj_setz(a, c, "chttpd", s)) return NULL;
+  snprintf(num, sizeof num, "%d", http_port(r->srv));
+  if (json_obj_setz(a, s, "bind_address", json_new_stringz(a, o->bind)) ||
+      json_obj_setz(a, s, "port", json_new_stringz(a, num)))
+    return NULL;
+  snprintf(num, sizeof num, "%zu", o->max_body);
+  if (json_obj_setz(a, s, "max_http_request_size", json_new_stringz(a, num))) return NULL;
+  snprintf(num, sizeof num, "%d", o->threads);
+  if (json_obj_setz(a, s, "server_threads", json_new_stringz(a, num))) return NULL;
+  s = json_new_object(a);
+  if (json_obj_setz(a, c, "uuids", s) || json_obj_setz(a, s, "algorithm", json_new_stringz(a, "random")) ||
+      json_obj_setz(a, s, "max_count", json_new_stringz(a, "1000")))
+    return NULL;
+  return c;
+}
+
+void hapi_node(hreq *r) {
+  /* /_node/{name}[/_config[/section[/key]]] — name is _local or ours */
+  if (r->nseg < 2 || (strcmp(r->seg[1], "_local") && strcmp(r->seg[1], NODE_NAME))) {
+    hres_errs(r, 404, "not_found", "missing");
+    return;
+  }
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  if (r->nseg == 2) {
+    json_w w;
+    hres_jw(r, 200, &w);
+    json_w_raw(&w, "{\"name\":\"" NODE_NAME "\"}", strlen("{\"name\":\"" NODE_NAME "\"}"));
+    return;
+  }
+  if (strcmp(r->seg[2], "_config") || r->nseg > 5) {
+    hres_errs(r, 404, "not_found", "missing");
+    return;
+  }
+  json_val *c = config_now(r);
+  if (!c) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  if (r->nseg >= 4) {
+    c = json_obj_get(c, r->seg[3], r->seg_len[3]);
+    if (!c) c = json_new_object(&r->a); /* CouchDB: an unknown section is {} */
+    if (r->nseg == 5) {
+      c = json_obj_get(c, r->seg[4], r->seg_len[4]);
+      if (!c) {
+        hres_errs(r, 404, "not_found", "unknown_config_value");
+        return;
+      }
+    }
+  }
+  hres_json(r, 200, c);
+}

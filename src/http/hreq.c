@@ -1,0 +1,273 @@
+/* hreq.c — the request object's helpers: path and query decoding, headers,
+ * bodies, query-parameter parsers with CouchDB's errors, and the response
+ * builders every handler uses.
+ *
+ * Query values are decoded as CouchDB (mochiweb) does: '+' is a space and
+ * %XX a byte. Parameter parsers never guess: a value that is not what the
+ * parameter takes is a 400 query_parse_error, as CouchDB answers.
+ *
+ * Not here: sending (server.c), routing (route.c).
+ */
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/route.h"
+
+/* ---- decoding -------------------------------------------------------------- */
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Percent-decode s[0..n) into the arena; plus: '+' is a space. NULL on a
+ * bad escape (or no memory). */
+static char *decode(dv_arena *a, const char *s, size_t n, int plus, size_t *out_len) {
+  char *d = arena_alloc(a, n + 1);
+  if (!d) return NULL;
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '%') {
+      int hi = i + 1 < n ? hexval((unsigned char)s[i + 1]) : -1;
+      int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+      if (hi < 0 || lo < 0) return NULL;
+      d[j++] = (char)(hi << 4 | lo);
+      i += 2;
+    } else if (c == '+' && plus) {
+      d[j++] = ' ';
+    } else {
+      d[j++] = c;
+    }
+  }
+  d[j] = 0;
+  *out_len = j;
+  return d;
+}
+
+int hreq__split_path(hreq *r) {
+  const char *p = r->path;
+  if (*p == '/') p++;
+  r->nseg = 0;
+  while (*p) {
+    const char *e = strchr(p, '/');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (!e || e[1] || n) { /* a trailing '/' ends the path */
+      if (r->nseg == HREQ_MAX_SEG) {
+        hres_errs(r, 400, "bad_request", "Too many path segments.");
+        return -1;
+      }
+      size_t len;
+      char *d = decode(&r->a, p, n, 0, &len);
+      if (!d) {
+        hres_errs(r, 400, "bad_request", "Malformed URL: bad percent-encoding.");
+        return -1;
+      }
+      r->seg[r->nseg] = d;
+      r->seg_len[r->nseg] = len;
+      r->nseg++;
+    }
+    if (!e) break;
+    p = e + 1;
+  }
+  return 0;
+}
+
+int hreq__add_param(hreq *r, const char *key, const char *val) {
+  if ((r->nparams & 15) == 0) {
+    hparam *np = arena_realloc(&r->a, r->params, sizeof(hparam) * (size_t)r->nparams,
+                               sizeof(hparam) * (size_t)(r->nparams + 16), 16);
+    if (!np) return -1;
+    r->params = np;
+  }
+  hparam *p = &r->params[r->nparams];
+  p->key = decode(&r->a, key, strlen(key), 1, &p->klen);
+  if (!val) val = "";
+  p->val = decode(&r->a, val, strlen(val), 1, &p->vlen);
+  if (!p->key || !p->val) {
+    if (!r->status) hres_errs(r, 400, "bad_request", "Malformed query string: bad percent-encoding.");
+    return 0;
+  }
+  r->nparams++;
+  return 0;
+}
+
+/* ---- request --------------------------------------------------------------- */
+
+const char *hreq_hdr(hreq *r, const char *name) {
+  return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+int hreq_open_db(hreq *r) {
+  if (r->db) return 0;
+  int rc = store_db_name_check(r->db_name, strlen(r->db_name));
+  if (!rc) rc = store_db_open(hsrv_store(r->srv), r->db_name, &r->db);
+  if (rc) {
+    if (rc == DV_EBAD_DB_NAME)
+      hres_errf(r, 400, "illegal_database_name",
+                "Name: '%s'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, "
+                "and / are allowed. Must begin with a letter.",
+                r->db_name);
+    else
+      hres_err(r, rc);
+    return -1;
+  }
+  return 0;
+}
+
+int hreq_need_json(hreq *r) {
+  const char *ct = hreq_hdr(r, "Content-Type");
+  size_t n = strlen("application/json");
+  if (ct && !strncasecmp(ct, "application/json", n) && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' '))
+    return 0;
+  hres_errs(r, 415, "bad_content_type", "Content-Type must be application/json");
+  return -1;
+}
+
+int hreq_json_body(hreq *r, int want_object, json_val **out) {
+  json_val *v = NULL;
+  json_err e;
+  int rc = r->body_len ? json_parse(&r->a, r->body, r->body_len, NULL, &v, &e) : DV_EJSON;
+  if (rc == DV_ENOMEM) {
+    hres_err(r, rc);
+    return -1;
+  }
+  if (rc) {
+    hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
+    return -1;
+  }
+  if (want_object && v->type != JSON_OBJECT) {
+    hres_errs(r, 400, "bad_request", "Request body must be a JSON object");
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* ---- query parameters ------------------------------------------------------- */
+
+const char *hq_get(hreq *r, const char *name, size_t *out_len) {
+  for (int i = r->nparams - 1; i >= 0; i--)
+    if (!strcmp(r->params[i].key, name)) {
+      if (out_len) *out_len = r->params[i].vlen;
+      return r->params[i].val;
+    }
+  return NULL;
+}
+
+int hq_bool(hreq *r, const char *name, int *io) {
+  const char *v = hq_get(r, name, NULL);
+  if (!v) return 0;
+  if (!strcmp(v, "true")) *io = 1;
+  else if (!strcmp(v, "false")) *io = 0;
+  else {
+    hres_errf(r, 400, "query_parse_error", "Invalid boolean parameter: \"%s\"", v);
+    return -1;
+  }
+  return 0;
+}
+
+int hq_int(hreq *r, const char *name, int64_t min, int64_t *io) {
+  size_t n;
+  const char *v = hq_get(r, name, &n);
+  if (!v) return 0;
+  int64_t x;
+  if (!n || json_num_int64(v, n, &x) || strchr(v, '.') || strchr(v, 'e') || strchr(v, 'E')) {
+    hres_errf(r, 400, "query_parse_error", "Invalid value for integer: \"%s\"", v);
+    return -1;
+  }
+  if (x < min) {
+    if (min == 0) hres_errf(r, 400, "query_parse_error", "Invalid value for positive integer: \"%s\"", v);
+    else hres_errf(r, 400, "query_parse_error", "Invalid value for %s: \"%s\"", name, v);
+    return -1;
+  }
+  *io = x;
+  return 0;
+}
+
+int hq_json(hreq *r, const char *name, json_val **io) {
+  size_t n;
+  const char *v = hq_get(r, name, &n);
+  if (!v) return 0;
+  json_val *j;
+  if (json_parse(&r->a, v, n, NULL, &j, NULL)) {
+    hres_errf(r, 400, "bad_request", "invalid UTF-8 JSON");
+    return -1;
+  }
+  *io = j;
+  return 0;
+}
+
+/* ---- responses --------------------------------------------------------------- */
+
+json_w *hres_jw(hreq *r, int status, json_w *w) {
+  buf_reset(&r->out);
+  r->status = status;
+  r->ctype = NULL;
+  json_w_init(w, &r->out);
+  return w;
+}
+
+void hres_json(hreq *r, int status, const json_val *v) {
+  json_w w;
+  hres_jw(r, status, &w);
+  json_w_val(&w, v);
+}
+
+void hres_ok(hreq *r, int status) {
+  json_w w;
+  hres_jw(r, status, &w);
+  json_w_raw(&w, "{\"ok\":true}", 11);
+}
+
+void hres_errs(hreq *r, int status, const char *error, const char *reason) {
+  json_w w;
+  hres_jw(r, status, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "error");
+  json_w_strz(&w, error);
+  json_w_keyz(&w, "reason");
+  json_w_strz(&w, reason);
+  json_w_obj_end(&w);
+}
+
+void hres_errf(hreq *r, int status, const char *error, const char *fmt, ...) {
+  char tmp[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  hres_errs(r, status, error, tmp);
+}
+
+void hres_err(hreq *r, int rc) {
+  int st = dv_err_http(rc);
+  hres_errs(r, st ? st : 500, dv_err_couch(rc), dv_strerror(rc));
+}
+
+void hres_method(hreq *r, const char *allowed) {
+  hres_errf(r, 405, "method_not_allowed", "Only %s allowed", allowed);
+  hres_header(r, "Allow", allowed);
+}
+
+void hres_header(hreq *r, const char *name, const char *val) {
+  if (r->nhdr == (int)(sizeof r->hdr / sizeof r->hdr[0])) return;
+  const char *n = arena_strndup(&r->a, name, strlen(name));
+  const char *v = arena_strndup(&r->a, val, strlen(val));
+  if (!n || !v) return;
+  r->hdr[r->nhdr].name = n;
+  r->hdr[r->nhdr].val = v;
+  r->nhdr++;
+}
+
+void hres_raw(hreq *r, int status, const char *ctype, const void *p, size_t n) {
+  buf_reset(&r->out);
+  buf_append(&r->out, p, n);
+  r->status = status;
+  r->ctype = arena_strndup(&r->a, ctype, strlen(ctype));
+}

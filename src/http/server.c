@@ -1,0 +1,515 @@
+/* server.c — the HTTP server: libmicrohttpd's epoll thread pool, request
+ * bodies and limits, responses, and streamed feeds that wait without
+ * holding a thread.
+ *
+ * One request (MHD calls `on_request` several times):
+ *
+ *   1st call   headers are in: make the hreq (its arena), refuse early what
+ *              is refused by headers alone (Content-Length over max_body →
+ *              413, an Expect other than 100-continue → 417).
+ *   Nth call   a piece of the body: append to r->body while ≤ max_body
+ *              (past it: drop the rest, answer 413 at the end).
+ *   last call  (no more body) decode the path and query, route, queue the
+ *              response the handler built.
+ *   completed  `on_completed` frees the hreq; a feed's response is freed by
+ *              MHD when the connection lets go of it (`feed_free`).
+ *
+ * Feeds (hfeed): the response is read through `feed_read`, which asks the
+ * feed's step for more output. When a step answers HF_WAIT the connection
+ * is suspended (MHD_suspend_connection, from inside the reader as MHD
+ * allows) and no pool thread is held. Three things resume it: hfeed_wake
+ * (a kv watch callback), the feed's timer, and the reaper noticing the
+ * client closed its socket (a suspended connection is invisible to MHD's
+ * own timeout and disconnect detection, so the reaper thread peeks at
+ * each suspended socket every REAP_MS). All feed state is under srv->mu.
+ *
+ * The URL is taken raw (an identity unescape callback) so that "%2F" in a
+ * document id is not mistaken for a path separator; we split the path on
+ * '/' first and percent-decode each segment after.
+ *
+ * Not here: routing (route.c), the request helpers (hreq.c), handlers.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/http_int.h"
+#include "http/route.h"
+#include "util/alloc.h"
+
+#define REAP_MS 50        /* reaper tick: timers and left clients */
+#define PEEK_EVERY 10     /* peek at suspended sockets every N ticks */
+
+struct http_server {
+  store *st;              /* the store every handler uses */
+  http_opts o;            /* options, defaults filled in */
+  char uuid[33];          /* server uuid */
+  char server_hdr[96];    /* Server: header value */
+  struct MHD_Daemon *d;   /* the daemon */
+  int port;               /* bound port */
+  pthread_mutex_t mu;     /* feeds and their state */
+  hfeed *feeds;           /* every live feed (doubly linked) */
+  pthread_t reaper;       /* timers and disconnects of waiting feeds */
+  pthread_cond_t cv;      /* wakes the reaper on stop */
+  int stopping;           /* 1 once http_stop began */
+};
+
+struct hfeed {
+  hsrv *srv;                 /* owner */
+  struct MHD_Connection *conn; /* the connection it streams to */
+  int fd;                    /* its socket, for the reaper's peek */
+  const hfeed_ops *ops;      /* the producer */
+  void *arg;                 /* its state (freed by ops->done) */
+  dv_buf buf;                /* output produced, not yet handed to MHD */
+  size_t off;                /* bytes of buf already handed out */
+  int woken;                 /* a wake arrived (consumed by hfeed_woken) */
+  int suspended;             /* the connection is suspended by us */
+  int want_wait;             /* the last step said HF_WAIT */
+  int finished;              /* the last step said HF_DONE */
+  int gone;                  /* the client left or the server stops */
+  int dead;                  /* done() began: ignore wakes */
+  int64_t due;               /* timer (monotonic ms), 0 = none */
+  hfeed *next, *prev;        /* srv->feeds */
+};
+
+/* ---- small tools --------------------------------------------------------- */
+
+int64_t hnow_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void http_uuid(char out[33]) {
+  uint8_t b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t n = getrandom(b + got, sizeof b - got, 0);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  for (; got < sizeof b; got++) b[got] = (uint8_t)(rand() ^ (int)hnow_ms()); /* getrandom failed */
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    out[2 * i] = hex[b[i] >> 4];
+    out[2 * i + 1] = hex[b[i] & 15];
+  }
+  out[32] = 0;
+}
+
+store *hsrv_store(hsrv *s) { return s->st; }
+const char *hsrv_uuid(hsrv *s) { return s->uuid; }
+const http_opts *hsrv_opts(hsrv *s) { return &s->o; }
+int http_port(http_server *h) { return h->port; }
+
+/* ---- responses ------------------------------------------------------------ */
+
+static void buf_release(void *p) { dv_free(p); }
+
+static void add_common_headers(hreq *r, struct MHD_Response *res, const char *ctype) {
+  MHD_add_response_header(res, "Content-Type", ctype);
+  MHD_add_response_header(res, "Cache-Control", "must-revalidate");
+  MHD_add_response_header(res, "Server", r->srv->server_hdr);
+  for (int i = 0; i < r->nhdr; i++) MHD_add_response_header(res, r->hdr[i].name, r->hdr[i].val);
+}
+
+static enum MHD_Result send_response(hreq *r) {
+  struct MHD_Connection *c = r->conn;
+  if (!r->status) hres_errs(r, 500, "internal_server_error", "No response.");
+  int json = !r->ctype || !strcmp(r->ctype, "application/json");
+  if (json && r->status != 304 && r->out.len) buf_putc(&r->out, '\n');
+  if (buf_error(&r->out)) {
+    buf_reset(&r->out);
+    hres_errs(r, 500, "internal_server_error", "Out of memory.");
+    buf_putc(&r->out, '\n');
+  }
+  size_t n = 0;
+  uint8_t *p = NULL;
+  if (r->status == 304) buf_reset(&r->out);
+  if (r->out.len) p = buf_detach(&r->out, &n);
+  struct MHD_Response *res = p ? MHD_create_response_from_buffer_with_free_callback(n, p, buf_release)
+                               : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  if (!res) {
+    dv_free(p);
+    return MHD_NO;
+  }
+  add_common_headers(r, res, r->ctype ? r->ctype : "application/json");
+  enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, res);
+  MHD_destroy_response(res);
+  return ok;
+}
+
+/* ---- feeds ----------------------------------------------------------------- */
+
+static void feed_link(hfeed *f) {
+  hsrv *s = f->srv;
+  pthread_mutex_lock(&s->mu);
+  f->next = s->feeds;
+  if (s->feeds) s->feeds->prev = f;
+  s->feeds = f;
+  if (s->stopping) f->gone = 1;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Resume f if we suspended it (caller holds srv->mu). */
+static void feed_resume_locked(hfeed *f) {
+  if (f->suspended) {
+    f->suspended = 0;
+    MHD_resume_connection(f->conn);
+  }
+}
+
+void hfeed_wake(hfeed *f) {
+  hsrv *s = f->srv;
+  pthread_mutex_lock(&s->mu);
+  if (!f->dead) {
+    f->woken = 1;
+    feed_resume_locked(f);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+int hfeed_woken(hfeed *f) {
+  pthread_mutex_lock(&f->srv->mu);
+  int w = f->woken;
+  f->woken = 0;
+  pthread_mutex_unlock(&f->srv->mu);
+  return w;
+}
+
+void hfeed_timer(hfeed *f, int64_t due_ms) {
+  pthread_mutex_lock(&f->srv->mu);
+  f->due = due_ms;
+  pthread_mutex_unlock(&f->srv->mu);
+}
+
+static ssize_t feed_read(void *cls, uint64_t pos, char *out, size_t max) {
+  hfeed *f = cls;
+  for (;;) {
+    if (f->off < f->buf.len) {
+      size_t n = f->buf.len - f->off;
+      if (n > max) n = max;
+      memcpy(out, f->buf.p + f->off, n);
+      f->off += n;
+      return (ssize_t)n;
+    }
+    if (f->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+    buf_reset(&f->buf);
+    f->off = 0;
+    if (f->want_wait) {
+      hsrv *s = f->srv;
+      pthread_mutex_lock(&s->mu);
+      int go_on = f->woken || f->gone || (f->due && hnow_ms() >= f->due);
+      if (!go_on) {
+        f->suspended = 1;
+        MHD_suspend_connection(f->conn);
+        pthread_mutex_unlock(&s->mu);
+        return 0; /* nothing now; called again once resumed */
+      }
+      pthread_mutex_unlock(&s->mu);
+      f->want_wait = 0;
+    }
+    pthread_mutex_lock(&f->srv->mu);
+    int gone = f->gone;
+    pthread_mutex_unlock(&f->srv->mu);
+    if (gone) return MHD_CONTENT_READER_END_WITH_ERROR;
+    int rc = f->ops->step(f->arg, f, &f->buf);
+    if (buf_error(&f->buf) || rc == HF_FAIL) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (rc == HF_DONE) f->finished = 1;
+    else if (rc == HF_WAIT) f->want_wait = 1;
+  }
+}
+
+static void feed_free(void *cls) {
+  hfeed *f = cls;
+  hsrv *s = f->srv;
+  pthread_mutex_lock(&s->mu);
+  f->dead = 1;
+  if (f->prev) f->prev->next = f->next;
+  else if (s->feeds == f) s->feeds = f->next;
+  if (f->next) f->next->prev = f->prev;
+  f->next = f->prev = NULL;
+  pthread_mutex_unlock(&s->mu);
+  f->ops->done(f->arg); /* may run watch callbacks → hfeed_wake, ignored */
+  buf_free(&f->buf);
+  dv_free(f);
+}
+
+void hres_feed(hreq *r, int status, const char *ctype, const hfeed_ops *ops, void *arg) {
+  hfeed *f = dv_calloc(1, sizeof *f);
+  if (!f) {
+    ops->done(arg);
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  f->srv = r->srv;
+  f->conn = r->conn;
+  f->ops = ops;
+  f->arg = arg;
+  buf_init(&f->buf);
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  f->fd = ci ? ci->connect_fd : -1;
+  r->status = status;
+  r->ctype = ctype;
+  r->feed = f;
+}
+
+static enum MHD_Result queue_feed(hreq *r) {
+  hfeed *f = r->feed;
+  r->feed = NULL;
+  struct MHD_Response *res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, feed_read, f, feed_free);
+  if (!res) {
+    f->ops->done(f->arg);
+    buf_free(&f->buf);
+    dv_free(f);
+    return MHD_NO;
+  }
+  feed_link(f);
+  add_common_headers(r, res, r->ctype ? r->ctype : "application/json");
+  enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, res);
+  MHD_destroy_response(res); /* feed_free runs when the connection lets go */
+  return ok;
+}
+
+/* Timers and clients that left, for suspended feeds. */
+static void *reaper_main(void *arg) {
+  hsrv *s = arg;
+  unsigned tick = 0;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += REAP_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    if (s->stopping) break;
+    int64_t now = hnow_ms();
+    int peek = ++tick % PEEK_EVERY == 0;
+    for (hfeed *f = s->feeds; f; f = f->next) {
+      if (!f->suspended) continue;
+      if (f->due && now >= f->due) {
+        f->due = 0;
+        feed_resume_locked(f);
+        continue;
+      }
+      if (peek && f->fd >= 0) {
+        char c;
+        ssize_t n = recv(f->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          f->gone = 1;
+          feed_resume_locked(f);
+        }
+      }
+    }
+  }
+  /* Stopping: every feed ends, suspended ones are resumed so MHD can close them. */
+  for (hfeed *f = s->feeds; f; f = f->next) {
+    f->gone = 1;
+    feed_resume_locked(f);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* ---- requests --------------------------------------------------------------- */
+
+struct hctx {
+  hreq r;           /* the request */
+  int too_large;    /* the body passed max_body */
+  int answered;     /* a response was queued */
+};
+
+static int method_of(const char *m) {
+  static const struct { const char *s; int m; } t[] = {
+      {"GET", HM_GET}, {"HEAD", HM_HEAD}, {"POST", HM_POST}, {"PUT", HM_PUT},
+      {"DELETE", HM_DELETE}, {"COPY", HM_COPY}, {"OPTIONS", HM_OPTIONS},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (!strcmp(m, t[i].s)) return t[i].m;
+  return HM_OTHER;
+}
+
+static size_t identity_unescape(void *cls, struct MHD_Connection *c, char *s) { return strlen(s); }
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *val) {
+  hreq *r = cls;
+  return hreq__add_param(r, key, val) ? MHD_NO : MHD_YES;
+}
+
+static enum MHD_Result answer_now(struct hctx *x) {
+  x->answered = 1;
+  return x->r.feed ? queue_feed(&x->r) : send_response(&x->r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **ctx) {
+  hsrv *s = cls;
+  struct hctx *x = *ctx;
+  if (!x) {
+    x = dv_calloc(1, sizeof *x);
+    if (!x) return MHD_NO;
+    *ctx = x;
+    hreq *r = &x->r;
+    r->srv = s;
+    r->conn = c;
+    arena_init(&r->a, 0);
+    buf_init(&r->out);
+    r->method = method_of(method);
+    r->method_str = arena_strndup(&r->a, method, strlen(method));
+    r->path = arena_strndup(&r->a, url, strlen(url));
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
+      hres_errs(r, 413, "too_large", "the request entity is too large");
+      return answer_now(x);
+    }
+    const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    if (ex && strcasecmp(ex, "100-continue")) {
+      hres_errs(r, 417, "expectation_failed", "Only Expect: 100-continue is supported.");
+      return answer_now(x);
+    }
+    return MHD_YES;
+  }
+  hreq *r = &x->r;
+  if (*upload_size) {
+    if (!x->answered && !x->too_large) {
+      if (r->body_len + *upload_size > s->o.max_body) {
+        x->too_large = 1;
+      } else {
+        char *nb = dv_realloc(r->body, r->body_len + *upload_size + 1);
+        if (!nb) return MHD_NO;
+        memcpy(nb + r->body_len, upload, *upload_size);
+        r->body = nb;
+        r->body_len += *upload_size;
+        r->body[r->body_len] = 0;
+      }
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (x->answered) return MHD_YES;
+  if (x->too_large) {
+    hres_errs(r, 413, "too_large", "the request entity is too large");
+    return answer_now(x);
+  }
+  if (hreq__split_path(r) == 0 &&
+      MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r) >= 0 && !r->status)
+    route_request(r);
+  return answer_now(x);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe) {
+  struct hctx *x = *ctx;
+  if (!x) return;
+  hreq *r = &x->r;
+  if (r->feed) { /* built but never queued */
+    hfeed *f = r->feed;
+    f->ops->done(f->arg);
+    buf_free(&f->buf);
+    dv_free(f);
+  }
+  store_db_close(r->db);
+  buf_free(&r->out);
+  dv_free(r->body);
+  arena_free(&r->a);
+  dv_free(x);
+  *ctx = NULL;
+}
+
+/* ---- start and stop ----------------------------------------------------------- */
+
+int http_start(store *st, const http_opts *o, http_server **out) {
+  hsrv *s = dv_calloc(1, sizeof *s);
+  if (!s) return DV_ENOMEM;
+  s->st = st;
+  s->o = *o;
+  if (!s->o.threads) s->o.threads = HTTP_DEFAULT_THREADS;
+  if (!s->o.max_body) s->o.max_body = HTTP_DEFAULT_MAX_BODY;
+  if (!s->o.timeout_s) s->o.timeout_s = HTTP_DEFAULT_TIMEOUT;
+  if (!s->o.version) s->o.version = "0";
+  if (!s->o.bind) s->o.bind = "127.0.0.1";
+  snprintf(s->server_hdr, sizeof s->server_hdr, "divan/%s (CouchDB/3.3.3 compatible)", s->o.version);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  int rc = store_server_uuid(st, s->uuid);
+  if (rc) goto fail;
+
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                   MHD_USE_ERROR_LOG;
+  struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+  if (inet_pton(AF_INET, s->o.bind, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)s->o.port);
+  } else if (inet_pton(AF_INET6, s->o.bind, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)s->o.port);
+    flags |= MHD_USE_IPv6;
+  } else {
+    rc = DV_EINVAL;
+    goto fail;
+  }
+  s->d = MHD_start_daemon(flags, (uint16_t)s->o.port, NULL, NULL, on_request, s,
+                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                          MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->o.threads,
+                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.timeout_s,
+                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_HEADER_LIMIT + 64 * 1024,
+                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                          MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+                          MHD_OPTION_UNESCAPE_CALLBACK, identity_unescape, NULL,
+                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                          MHD_OPTION_END);
+  if (!s->d) {
+    rc = DV_EIO;
+    goto fail;
+  }
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+  s->port = di ? di->port : s->o.port;
+  if (pthread_create(&s->reaper, NULL, reaper_main, s)) {
+    MHD_stop_daemon(s->d);
+    rc = DV_ENOMEM;
+    goto fail;
+  }
+  *out = s;
+  return 0;
+fail:
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  dv_free(s);
+  return rc;
+}
+
+void http_stop(http_server *s) {
+  if (!s) return;
+  /* Stop accepting, end every feed (the reaper resumes the suspended ones
+   * so MHD can finish them), then stop the daemon. */
+  MHD_quiesce_daemon(s->d);
+  pthread_mutex_lock(&s->mu);
+  s->stopping = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->reaper, NULL);
+  for (int i = 0; i < 100; i++) { /* let resumed feeds end (≤ 1 s) */
+    pthread_mutex_lock(&s->mu);
+    int any = s->feeds != NULL;
+    for (hfeed *f = s->feeds; f; f = f->next) f->gone = 1, feed_resume_locked(f);
+    pthread_mutex_unlock(&s->mu);
+    if (!any) break;
+    usleep(10000);
+  }
+  MHD_stop_daemon(s->d);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  dv_free(s);
+}
