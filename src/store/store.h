@@ -337,6 +337,50 @@ int store_db_updates(store *s, const store_seq *since, int64_t limit,
  * calls this; tests call it to make the index current. */
 int store_db_updates_consume(store *s) DV_MUST_CHECK;
 
+/* ---- purge -------------------------------------------------------------- */
+
+#define STORE_DEFAULT_PURGED_INFOS_LIMIT 1000 /* CouchDB's purged_infos_limit */
+
+/* CouchDB's _purge for one document, in one transaction: remove the named
+ * LEAF revisions (live or deleted) and whatever of the tree only they used
+ * (each leaf's branch KV holds its whole path, so dropping the KV and its
+ * body drops exactly that path). Revs that are not leaves, unknown revs and
+ * unknown ids are ignored. Purging every leaf removes the document (no
+ * _all_docs row, no changes row, counters adjusted); otherwise the best
+ * remaining leaf is the winner and the document moves to a new changes
+ * row, as CouchDB re-sequences a purged document. Every call also takes the
+ * next purge_seq, records a purge info (id and the revs asked for), keeps
+ * at most purged_infos_limit of them, and moves update_seq forward (so
+ * indexers see the purge), as CouchDB does.
+ * *out_purged (in a, request order, duplicates once) and *out_n get the
+ * revs removed; *out_n is 0 when nothing matched. DV_ENO_DB, kv errors. */
+int store_purge(store_db *db, const char *id, size_t id_len, const store_rev *revs, size_t n, dv_arena *a,
+                store_rev **out_purged, size_t *out_n) DV_MUST_CHECK;
+
+/* The number of purges ever recorded in the database (0 for a new one). */
+int store_db_get_purge_seq(store_db *db, int64_t *out) DV_MUST_CHECK;
+/* How many purge infos the database keeps (STORE_DEFAULT_PURGED_INFOS_LIMIT
+ * until set). Setting it drops the infos past the new limit at once; n < 1
+ * is DV_ERANGE. */
+int store_db_get_purged_infos_limit(store_db *db, int64_t *out) DV_MUST_CHECK;
+int store_db_set_purged_infos_limit(store_db *db, int64_t n) DV_MUST_CHECK;
+
+/* One recorded purge: what was asked, not what matched. */
+typedef struct store_purge_info {
+  int64_t purge_seq;      /* its number, 1, 2, … */
+  const char *id;         /* the document id */
+  size_t id_len;
+  const store_rev *revs;  /* the revs named in the request */
+  size_t n_revs;
+} store_purge_info;
+
+/* The kept purge infos with purge_seq > since, oldest first (for indexes
+ * that must drop a purged document's rows). Read in batches, each in its
+ * own finished transaction; an info is valid only during the callback; cb
+ * returns nonzero to stop (returned as is). */
+int store_purge_infos(store_db *db, int64_t since, int (*cb)(void *arg, const store_purge_info *pi),
+                      void *arg) DV_MUST_CHECK;
+
 /* ---- waiting for changes ------------------------------------------------ */
 
 /* Watch a database for any committed edit (or its deletion): cb runs once,

@@ -32,4 +32,12 @@
   X(store_roundtrip_cases, 60) \
   X(store_doc_too_large, 30) \
   X(store_doc_txn_budget, 60) \
-  X(store_doc_path_too_long, 30)
+  X(store_doc_path_too_long, 30) \
+  X(store_purge_leaf, 10) \
+  X(store_purge_full, 10) \
+  X(store_purge_winner, 10) \
+  X(store_purge_deleted_leaf, 10) \
+  X(store_purge_recreate, 10) \
+  X(store_purge_infos_limit, 20) \
+  X(store_purge_random, 30) \
+  X(store_purge_no_db, 10)
