@@ -1,0 +1,971 @@
+/* h_changes.c — the two streamed feeds of the CouchDB API: a database's
+ * `_changes` (GET and POST /{db}/_changes) and the server's `/_db_updates`.
+ *
+ * Both answer in CouchDB 3.x's four shapes: `normal` and `longpoll` are one
+ * JSON object ({"results":[…],"last_seq",…}) written row by row, `continuous`
+ * is one JSON row per line closed by a {"last_seq",…} line, `eventsource` is
+ * Server-Sent Events ("data: {row}\nid: <seq>\n\n"). The bytes follow
+ * chttpd's: the opening "{\"results\":[\n", rows separated by ",\r\n", the
+ * closing "\n],\n\"last_seq\":…}\n".
+ *
+ * A feed is an hfeed (http_int.h): the handler checks the parameters and
+ * answers errors itself, then hands a heap-allocated state to hres_feed and
+ * returns. From then on the server calls `lf_step`, which reads one batch of
+ * rows from the store per call (a few hundred, so a 100k-row answer never
+ * sits in memory) and says HF_MORE until it has caught up. Live feeds
+ * (longpoll with nothing to send yet, continuous, eventsource) then wait
+ * without holding a pool thread: a kv watch registered BEFORE the read fires
+ * hfeed_wake from a kv thread, a timer brings the heartbeat or the timeout,
+ * and the next step frees the fired watch, registers a new one and reads on
+ * from the last sequence seen. The generic part (phases, waiting, framing)
+ * is `lfeed`; the two feeds plug in their reads through `lf_kind`.
+ *
+ * Not here: JavaScript filters (`filter=ddoc/name` and `_view` answer 501
+ * until the query server exists), attachments in included documents, the
+ * normal feed's ETag.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/http_int.h"
+#include "index/mango.h"
+#include "util/alloc.h"
+
+enum { FEED_NORMAL, FEED_LONGPOLL, FEED_CONTINUOUS, FEED_EVENTSOURCE };
+enum { PH_START, PH_READ, PH_WAIT };
+enum { F_NONE, F_DOC_IDS, F_SELECTOR, F_DESIGN };
+
+#define CH_BATCH 500             /* changes rows examined per step */
+#define DU_BATCH 500             /* _db_updates rows per step */
+#define CH_MAX_WAIT 60000        /* chttpd's changes_timeout: the longest timeout or heartbeat, ms */
+#define CH_PENDING_CAP 10000     /* rows counted exactly for "pending"; past it, an estimate */
+#define CH_DEFAULT_LIMIT 1000000000000000LL /* #changes_args.limit: seq_interval counts down from it */
+#define LF_STOP 1                /* a row callback's "enough": not an error */
+
+/* ---- the generic live feed ----------------------------------------------- */
+
+typedef struct lfeed lfeed;
+
+/* What a feed kind supplies to the generic stepper. */
+typedef struct lf_kind {
+  /* Read one batch after l->pos into out (rows framed with lf_row_*); set
+   * l->caught_up when nothing more is there now. 0, DV_ENO_DB (the
+   * database is gone: the feed ends cleanly) or another error. */
+  int (*read)(lfeed *l, dv_buf *out);
+  /* Register l->w (the callback is lf_watch_cb with l). */
+  int (*watch)(lfeed *l);
+  /* "pending" for the closing line, or NULL when the feed has none. */
+  int64_t (*pending)(lfeed *l);
+  /* Release the kind's own state (not l itself). */
+  void (*free)(lfeed *l);
+} lf_kind;
+
+struct lfeed {
+  const lf_kind *k;    /* the feed kind */
+  hfeed *f;            /* the server's feed (known from the first step on) */
+  int feed;            /* FEED_* */
+  int phase;           /* PH_* */
+  int64_t limit;       /* rows to send at most, < 0: no limit */
+  int64_t sent;        /* rows sent so far */
+  int64_t heartbeat;   /* ms between heartbeats while idle, 0: none (then timeout applies) */
+  int64_t timeout;     /* ms to wait for a change before the feed ends */
+  int64_t last_sent;   /* hnow_ms() of the last row or heartbeat */
+  int64_t deadline;    /* hnow_ms() at which an idle feed times out */
+  kv_watch *w;         /* the registered watch, or NULL */
+  store_seq pos;       /* the last sequence examined (the answer's last_seq) */
+  int caught_up;       /* the last read found nothing more */
+  int gone;            /* the database was deleted: pending is 0 */
+  int nrows;           /* rows written into the results array (for the separator) */
+};
+
+/* A watch fired (on a kv thread): only wake the feed; the step frees the
+ * watch. A cancellation comes from our own kv_watch_free and wakes nobody. */
+static void lf_watch_cb(void *arg, int rc) {
+  lfeed *l = arg;
+  if (rc != DV_ECANCELLED && l->f) hfeed_wake(l->f);
+}
+
+static int lf_live(const lfeed *l) { return l->feed != FEED_NORMAL; }
+
+/* The JSON text of a sequence (a string) into b. */
+static void put_seq(dv_buf *b, const store_seq *q) {
+  char s[STORE_SEQ_STR];
+  store_seq_format(q, s);
+  json_escape(b, s, strlen(s));
+}
+
+/* Framing before a row's JSON. */
+static void lf_row_begin(lfeed *l, dv_buf *out) {
+  if (l->feed == FEED_EVENTSOURCE) buf_puts(out, "data: ");
+  else if (l->feed != FEED_CONTINUOUS && l->nrows) buf_puts(out, ",\r\n");
+  l->nrows++;
+}
+
+/* Framing after a row's JSON; seq is the row's "seq" (NULL: null). */
+static void lf_row_end(lfeed *l, dv_buf *out, const store_seq *seq) {
+  if (l->feed == FEED_EVENTSOURCE) {
+    buf_puts(out, "\nid: ");
+    if (seq) put_seq(out, seq);
+    else buf_puts(out, "null");
+    buf_puts(out, "\n\n");
+  } else if (l->feed == FEED_CONTINUOUS) {
+    buf_putc(out, '\n');
+  }
+}
+
+/* The end of the answer; HF_DONE. */
+static int lf_finish(lfeed *l, dv_buf *out) {
+  if (l->feed == FEED_EVENTSOURCE) return HF_DONE;
+  int64_t pending = l->k->pending && !l->gone ? l->k->pending(l) : 0;
+  if (l->feed == FEED_CONTINUOUS) buf_puts(out, "{\"last_seq\":");
+  else buf_puts(out, "\n],\n\"last_seq\":");
+  put_seq(out, &l->pos);
+  if (l->k->pending) buf_printf(out, ",\"pending\":%lld", (long long)pending);
+  buf_puts(out, "}\n");
+  return HF_DONE;
+}
+
+/* When the waiting feed must run again without a wake. */
+static int64_t lf_due(const lfeed *l) {
+  return l->heartbeat ? l->last_sent + l->heartbeat : l->deadline;
+}
+
+/* hfeed_ops.step: see the file comment. */
+static int lf_step(void *arg, hfeed *f, dv_buf *out) {
+  lfeed *l = arg;
+  int rc;
+  l->f = f;
+  if (l->phase == PH_START) {
+    if (l->feed == FEED_NORMAL || l->feed == FEED_LONGPOLL) buf_puts(out, "{\"results\":[\n");
+    l->phase = PH_READ;
+    l->last_sent = hnow_ms();
+    if (lf_live(l)) {
+      rc = l->k->watch(l); /* before the first read: no change slips between */
+      if (rc == DV_ENO_DB) goto gone;
+      if (rc) return HF_FAIL;
+    }
+  } else if (l->phase == PH_WAIT) {
+    int64_t now = hnow_ms();
+    if (!hfeed_woken(f)) {
+      if (l->heartbeat) {
+        if (now >= l->last_sent + l->heartbeat) {
+          buf_puts(out, l->feed == FEED_EVENTSOURCE ? "event: heartbeat\ndata: \n\n" : "\n");
+          l->last_sent = now;
+        }
+      } else if (now >= l->deadline) {
+        return lf_finish(l, out);
+      }
+      hfeed_timer(f, lf_due(l));
+      return HF_WAIT;
+    }
+    kv_watch_free(l->w); /* it fired: a new one, then read what came */
+    l->w = NULL;
+    rc = l->k->watch(l);
+    if (rc == DV_ENO_DB) goto gone;
+    if (rc) return HF_FAIL;
+    l->phase = PH_READ;
+  }
+  if (l->limit >= 0 && l->sent >= l->limit) return lf_finish(l, out);
+  int64_t before = l->sent;
+  rc = l->k->read(l, out);
+  if (rc == DV_ENO_DB) goto gone;
+  if (rc) return HF_FAIL;
+  if (l->sent > before) l->last_sent = hnow_ms();
+  if (l->limit >= 0 && l->sent >= l->limit) return lf_finish(l, out);
+  if (!l->caught_up) return HF_MORE;
+  if (l->feed == FEED_NORMAL || (l->feed == FEED_LONGPOLL && l->sent > 0)) return lf_finish(l, out);
+  l->phase = PH_WAIT;
+  l->deadline = hnow_ms() + l->timeout;
+  hfeed_timer(f, lf_due(l));
+  return HF_WAIT;
+
+gone: /* the database was deleted under the feed: end it cleanly */
+  l->gone = 1;
+  return lf_finish(l, out);
+}
+
+/* hfeed_ops.done: runs once, possibly while the feed waits. */
+static void lf_done(void *arg) {
+  lfeed *l = arg;
+  if (!l) return;
+  kv_watch_free(l->w); /* cancels: our callback then wakes nobody */
+  l->w = NULL;
+  l->k->free(l);
+  dv_free(l);
+}
+
+static const hfeed_ops lf_ops = {lf_step, lf_done};
+
+/* ---- parameters shared by both feeds --------------------------------------- */
+
+/* A parameter is "true" exactly (CouchDB ignores any other value). */
+static int q_true(hreq *r, const char *name) {
+  const char *v = hq_get(r, name, NULL);
+  return v && !strcmp(v, "true");
+}
+
+/* feed=… into *out; an unknown one is CouchDB's 400 with `msg`. */
+static int q_feed(hreq *r, int live_alias, const char *msg, int *out) {
+  const char *v = hq_get(r, "feed", NULL);
+  if (!v || !strcmp(v, "normal")) *out = FEED_NORMAL;
+  else if (!strcmp(v, "longpoll")) *out = FEED_LONGPOLL;
+  else if (!strcmp(v, "continuous") || (live_alias && !strcmp(v, "live"))) *out = FEED_CONTINUOUS;
+  else if (!strcmp(v, "eventsource")) *out = FEED_EVENTSOURCE;
+  else {
+    hres_errs(r, 400, "bad_request", msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* A sequence as a client sends it back: "0", hex, or either in JSON quotes
+ * (an eventsource id, which is the JSON of the seq). */
+static int seq_parse_loose(const char *s, size_t n, store_seq *out) {
+  if (n >= 2 && s[0] == '"' && s[n - 1] == '"') s++, n -= 2;
+  return store_seq_parse(s, n, out);
+}
+
+/* The newest sequence of a database ("since=now"). */
+static int db_now(store_db *db, store_seq *out) {
+  store_db_info info;
+  int rc = store_db_info_get(db, &info);
+  if (!rc) *out = info.update_seq;
+  return rc;
+}
+
+/* Common setup of the generic part: timeout and heartbeat (CouchDB's
+ * get_changes_timeout: a heartbeat keeps the feed open for ever, both are
+ * capped at changes_timeout). */
+static void lf_init(lfeed *l, const lf_kind *k, int feed, int64_t limit, int64_t heartbeat, int64_t timeout) {
+  l->k = k;
+  l->feed = feed;
+  l->phase = PH_START;
+  l->limit = limit;
+  l->heartbeat = heartbeat > CH_MAX_WAIT ? CH_MAX_WAIT : heartbeat;
+  l->timeout = timeout < 0 || timeout > CH_MAX_WAIT ? CH_MAX_WAIT : timeout;
+}
+
+/* ---- _changes -------------------------------------------------------------- */
+
+/* One id of a doc_ids filter. */
+typedef struct ch_id {
+  const char *p; /* the id's bytes (in the feed's arena) */
+  size_t n;      /* their length */
+} ch_id;
+
+typedef struct chfeed {
+  lfeed l;              /* the generic part (first: lf_ops cast to it) */
+  store_db *db;         /* our own handle (the request's closes with it) */
+  dv_arena a;           /* the filter's data, as long as the feed lives */
+  dv_arena scratch;     /* per step: leaf docs and projections */
+  dv_buf tmp;           /* scratch for rev strings */
+  dv_buf *out;          /* during a read: where rows go */
+  int style_all;        /* style=all_docs */
+  int include_docs;     /* include_docs=true */
+  int doc_flags;        /* STORE_CONFLICTS when conflicts=true */
+  int descending;       /* descending=true (normal feed only) */
+  int filter;           /* F_* */
+  mango_sel *sel;       /* F_SELECTOR: the parsed selector */
+  const json_val *fields; /* F_SELECTOR: "fields" to keep in included docs, or NULL */
+  ch_id *ids;           /* F_DOC_IDS: sorted ids */
+  size_t n_ids;
+  int64_t seq_interval; /* seq_interval, 0: every row carries its seq */
+  int64_t seq_left;     /* CouchDB's countdown the interval is taken on */
+  int64_t examined;     /* rows seen by the current read */
+  int64_t examined_all; /* rows seen by the whole feed */
+  int from_zero;        /* the feed started at sequence 0 */
+} chfeed;
+
+static int id_cmp(const void *a, const void *b) {
+  const ch_id *x = a, *y = b;
+  size_t n = x->n < y->n ? x->n : y->n;
+  int c = memcmp(x->p, y->p, n);
+  return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static int ch_has_id(const chfeed *c, const char *id, size_t n) {
+  ch_id key = {id, n};
+  return c->n_ids && bsearch(&key, c->ids, c->n_ids, sizeof key, id_cmp) != NULL;
+}
+
+/* The value at a dotted path of a document, or NULL. */
+static const json_val *path_get(const json_val *v, const char *path) {
+  while (v && *path) {
+    const char *dot = strchr(path, '.');
+    size_t n = dot ? (size_t)(dot - path) : strlen(path);
+    v = json_obj_get(v, path, n);
+    path += n + (dot ? 1 : 0);
+    if (!dot) break;
+  }
+  return v;
+}
+
+/* Set v at a dotted path of obj, creating the objects on the way. */
+static int path_set(dv_arena *a, json_val *obj, const char *path, json_val *v) {
+  for (;;) {
+    const char *dot = strchr(path, '.');
+    if (!dot) return json_obj_set(a, obj, path, strlen(path), v);
+    size_t n = (size_t)(dot - path);
+    json_val *sub = json_obj_get(obj, path, n);
+    if (!sub || sub->type != JSON_OBJECT) {
+      sub = json_new_object(a);
+      int rc = json_obj_set(a, obj, path, n, sub);
+      if (rc) return rc;
+    }
+    obj = sub;
+    path = dot + 1;
+  }
+}
+
+/* Mango's "fields": a new document with only those paths of doc. */
+static json_val *project(dv_arena *a, const json_val *doc, const json_val *fields) {
+  json_val *o = json_new_object(a);
+  if (!o) return NULL;
+  for (size_t i = 0; i < fields->len; i++) {
+    const json_val *fv = fields->u.items[i];
+    const json_val *v = path_get(doc, fv->u.s);
+    if (v && path_set(a, o, fv->u.s, (json_val *)v)) return NULL;
+  }
+  return o;
+}
+
+/* The revs of a row that pass the filter, into revs[] (at most cap). */
+static size_t ch_pass(chfeed *c, const store_change *ch, store_rev *revs, size_t cap) {
+  size_t n = 0;
+  if (c->filter == F_DOC_IDS && !ch_has_id(c, ch->id, ch->id_len)) return 0;
+  if (c->filter == F_DESIGN && (ch->id_len < 7 || memcmp(ch->id, "_design", 7))) return 0;
+  if (c->filter != F_SELECTOR) {
+    if (!c->style_all || !ch->n_leaves) {
+      revs[0] = ch->rev;
+      return 1;
+    }
+    for (size_t i = 0; i < ch->n_leaves && n < cap; i++) revs[n++] = ch->leaves[i].rev;
+    return n;
+  }
+  if (!c->style_all || !ch->n_leaves) {
+    if (ch->doc && mango_match(c->sel, ch->doc)) revs[n++] = ch->rev;
+    return n;
+  }
+  for (size_t i = 0; i < ch->n_leaves && n < cap; i++) {
+    const store_leaf *lf = &ch->leaves[i];
+    json_val *doc = NULL;
+    if (i == 0 && !store_rev_cmp(&lf->rev, &ch->rev)) doc = ch->doc;
+    else if (store_doc_get(c->db, ch->id, ch->id_len, &lf->rev, 0, &c->scratch, &doc)) doc = NULL;
+    if (doc && mango_match(c->sel, doc)) revs[n++] = lf->rev;
+  }
+  return n;
+}
+
+/* store_changes callback: filter, then write one row. */
+static int ch_row(void *arg, const store_change *ch) {
+  chfeed *c = arg;
+  lfeed *l = &c->l;
+  store_rev one[1], *revs = one;
+  size_t cap = 1, n;
+  l->pos = ch->seq;
+  c->examined++;
+  c->examined_all++;
+  if (c->style_all && ch->n_leaves > 1) {
+    cap = ch->n_leaves;
+    revs = arena_alloc(&c->scratch, cap * sizeof *revs);
+    if (!revs) return DV_ENOMEM;
+  }
+  n = ch_pass(c, ch, revs, cap);
+  if (!n) return 0;
+
+  int show_seq = !c->seq_interval || c->seq_left % c->seq_interval == 0;
+  c->seq_left--;
+  dv_buf *out = c->out;
+  json_w w;
+  lf_row_begin(l, out);
+  json_w_init(&w, out);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "seq");
+  if (show_seq) {
+    char s[STORE_SEQ_STR];
+    store_seq_format(&ch->seq, s);
+    json_w_strz(&w, s);
+  } else {
+    json_w_null(&w);
+  }
+  json_w_keyz(&w, "id");
+  json_w_str(&w, ch->id, ch->id_len);
+  json_w_keyz(&w, "changes");
+  json_w_arr_begin(&w);
+  for (size_t i = 0; i < n; i++) {
+    buf_reset(&c->tmp);
+    store_rev_format(&revs[i], &c->tmp);
+    json_w_obj_begin(&w);
+    json_w_keyz(&w, "rev");
+    json_w_str(&w, (const char *)c->tmp.p, c->tmp.len);
+    json_w_obj_end(&w);
+  }
+  json_w_arr_end(&w);
+  if (ch->deleted) {
+    json_w_keyz(&w, "deleted");
+    json_w_bool(&w, 1);
+  }
+  if (c->include_docs) {
+    json_w_keyz(&w, "doc");
+    const json_val *doc = ch->doc;
+    if (doc && c->fields) doc = project(&c->scratch, doc, c->fields);
+    if (doc) json_w_val(&w, doc);
+    else json_w_null(&w);
+  }
+  json_w_obj_end(&w);
+  int rc = json_w_finish(&w);
+  if (rc) return rc;
+  lf_row_end(l, out, show_seq ? &ch->seq : NULL);
+  l->sent++;
+  return l->limit >= 0 && l->sent >= l->limit ? LF_STOP : 0;
+}
+
+static int ch_read(lfeed *l, dv_buf *out) {
+  chfeed *c = (chfeed *)l;
+  store_changes_opts o;
+  memset(&o, 0, sizeof o);
+  o.since = l->pos;
+  o.descending = c->descending;
+  o.all_docs = c->style_all;
+  o.include_docs = c->include_docs || c->filter == F_SELECTOR;
+  o.doc_flags = c->doc_flags;
+  if (c->descending) /* the store cannot resume a descending read: one pass */
+    o.limit = c->filter == F_NONE && l->limit >= 0 ? l->limit - l->sent : -1;
+  else
+    o.limit = CH_BATCH;
+  arena_reset(&c->scratch);
+  c->out = out;
+  c->examined = 0;
+  int rc = store_changes(c->db, &o, ch_row, c, NULL);
+  c->out = NULL;
+  if (rc == LF_STOP) rc = 0;
+  if (rc) return rc;
+  l->caught_up = c->descending || c->examined < CH_BATCH;
+  return 0;
+}
+
+static int ch_watch(lfeed *l) {
+  chfeed *c = (chfeed *)l;
+  return store_db_watch(c->db, lf_watch_cb, l, &l->w);
+}
+
+static int ch_count(void *arg, const store_change *ch) {
+  int64_t *n = arg;
+  (void)ch;
+  return ++*n >= CH_PENDING_CAP ? LF_STOP : 0;
+}
+
+/* Rows after last_seq. Counted exactly up to CH_PENDING_CAP; past that, the
+ * database's row count (one changes row per document) less the rows this
+ * feed has seen — exact for a feed from 0, an upper bound otherwise. */
+static int64_t ch_pending(lfeed *l) {
+  chfeed *c = (chfeed *)l;
+  store_changes_opts o;
+  memset(&o, 0, sizeof o);
+  o.since = l->pos;
+  o.limit = -1;
+  int64_t n = 0;
+  int rc = store_changes(c->db, &o, ch_count, &n, NULL);
+  if (rc && rc != LF_STOP) return 0;
+  if (n >= CH_PENDING_CAP) {
+    store_db_info info;
+    if (!store_db_info_get(c->db, &info)) {
+      int64_t est = info.doc_count + info.doc_del_count - c->examined_all;
+      if (est > n) n = est;
+    }
+  }
+  return n;
+}
+
+static void ch_free(lfeed *l) {
+  chfeed *c = (chfeed *)l;
+  store_db_close(c->db);
+  arena_free(&c->a);
+  arena_free(&c->scratch);
+  buf_free(&c->tmp);
+}
+
+static const lf_kind ch_kind = {ch_read, ch_watch, ch_pending, ch_free};
+
+/* doc_ids (a JSON array of strings) into the feed, sorted. */
+static int ch_set_ids(hreq *r, chfeed *c, const json_val *ids) {
+  static const char msg[] = "`doc_ids` filter parameter is not a list of doc ids.";
+  if (!ids || ids->type != JSON_ARRAY) goto bad;
+  c->ids = arena_alloc(&c->a, (ids->len ? ids->len : 1) * sizeof *c->ids);
+  if (!c->ids) {
+    hres_err(r, DV_ENOMEM);
+    return -1;
+  }
+  for (size_t i = 0; i < ids->len; i++) {
+    const json_val *v = ids->u.items[i];
+    if (v->type != JSON_STRING) goto bad;
+    char *p = arena_memdup(&c->a, v->u.s, v->len ? v->len : 1);
+    if (!p) {
+      hres_err(r, DV_ENOMEM);
+      return -1;
+    }
+    c->ids[i].p = p;
+    c->ids[i].n = v->len;
+  }
+  c->n_ids = ids->len;
+  qsort(c->ids, c->n_ids, sizeof *c->ids, id_cmp);
+  return 0;
+bad:
+  hres_errs(r, 400, "bad_request", msg);
+  return -1;
+}
+
+/* Split "a/b" as Erlang's string:tokens(S, "/") does (empty parts
+ * dropped); returns the number of parts, the first two in p[]/n[]. */
+static int tokens2(const char *s, const char **p, size_t *n) {
+  int k = 0;
+  while (*s) {
+    while (*s == '/') s++;
+    if (!*s) break;
+    const char *e = strchr(s, '/');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if (k < 2) p[k] = s, n[k] = len;
+    k++;
+    s += len;
+  }
+  return k;
+}
+
+/* A design document member path must exist (couch_util's
+ * get_nested_json_value): 404 "missing json key: K" otherwise. */
+static int ddoc_member(hreq *r, const char *ddoc, size_t ddoc_len, const char *member, const char *name,
+                       size_t name_len) {
+  size_t idn = 8 + ddoc_len;
+  char *id = arena_alloc(&r->a, idn + 1);
+  if (!id) {
+    hres_err(r, DV_ENOMEM);
+    return -1;
+  }
+  memcpy(id, "_design/", 8);
+  memcpy(id + 8, ddoc, ddoc_len);
+  id[idn] = 0;
+  json_val *doc;
+  int rc = store_doc_get(r->db, id, idn, NULL, 0, &r->a, &doc);
+  if (rc) {
+    hres_err(r, rc);
+    return -1;
+  }
+  const json_val *m = json_obj_getz(doc, member);
+  if (!m) {
+    hres_errf(r, 404, "not_found", "missing json key: %s", member);
+    return -1;
+  }
+  if (m->type != JSON_OBJECT) {
+    hres_errs(r, 404, "not_found", "json_mismatch");
+    return -1;
+  }
+  if (!json_obj_get(m, name, name_len)) {
+    hres_errf(r, 404, "not_found", "missing json key: %.*s", (int)name_len, name);
+    return -1;
+  }
+  return 0;
+}
+
+/* filter=… (configure_filter in couch_changes.erl). body is the POST body
+ * or NULL. */
+static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
+  const char *fl = hq_get(r, "filter", NULL);
+  if (!fl || !*fl) return 0;
+  if (!strcmp(fl, "_doc_ids")) {
+    c->filter = F_DOC_IDS;
+    if (r->method == HM_POST) return ch_set_ids(r, c, body ? json_obj_getz(body, "doc_ids") : NULL);
+    size_t n;
+    const char *v = hq_get(r, "doc_ids", &n);
+    json_val *ids = NULL;
+    if (v && json_parse(&r->a, v, n, NULL, &ids, NULL)) {
+      hres_err(r, DV_EJSON);
+      return -1;
+    }
+    return ch_set_ids(r, c, ids);
+  }
+  if (!strcmp(fl, "_selector")) {
+    c->filter = F_SELECTOR;
+    if (r->method != HM_POST) {
+      hres_errs(r, 400, "bad_request", "Selector must be specified in POST payload");
+      return -1;
+    }
+    const json_val *sel = body ? json_obj_getz(body, "selector") : NULL;
+    if (!sel || sel->type != JSON_OBJECT) {
+      hres_errs(r, 400, "bad_request", "Selector error: expected a JSON object");
+      return -1;
+    }
+    const json_val *fields = body ? json_obj_getz(body, "fields") : NULL;
+    if (fields) {
+      int okf = fields->type == JSON_ARRAY;
+      for (size_t i = 0; okf && i < fields->len; i++) okf = fields->u.items[i]->type == JSON_STRING;
+      if (!okf) {
+        hres_errs(r, 400, "bad_request", "Selector error: fields must be JSON array");
+        return -1;
+      }
+    }
+    /* The selector must outlive the request: copy it into the feed's arena. */
+    json_val *own = json_dup(&c->a, sel);
+    json_val *ownf = fields ? json_dup(&c->a, fields) : NULL;
+    if (!own || (fields && !ownf)) {
+      hres_err(r, DV_ENOMEM);
+      return -1;
+    }
+    /* Field paths as NUL-terminated strings (path_get walks them). */
+    for (size_t i = 0; ownf && i < ownf->len; i++) {
+      json_val *fv = ownf->u.items[i];
+      char *z = arena_strndup(&c->a, fv->u.s, fv->len);
+      if (!z) {
+        hres_err(r, DV_ENOMEM);
+        return -1;
+      }
+      fv->u.s = z;
+    }
+    const char *reason = NULL;
+    int rc = mango_parse(&c->a, own, &c->sel, &reason);
+    if (rc) {
+      if (rc == DV_EINVAL) hres_errs(r, 400, "bad_request", reason ? reason : "Invalid selector");
+      else hres_err(r, rc);
+      return -1;
+    }
+    c->fields = ownf;
+    return 0;
+  }
+  if (!strcmp(fl, "_design")) {
+    c->filter = F_DESIGN;
+    return 0;
+  }
+  const char *p[2];
+  size_t n[2];
+  if (!strcmp(fl, "_view")) {
+    const char *view = hq_get(r, "view", NULL);
+    if (!view || !*view) {
+      hres_errs(r, 400, "bad_request", "`view` filter parameter is not provided.");
+      return -1;
+    }
+    int k = tokens2(view, p, n);
+    if (k != 2) {
+      hres_errs(r, 400, "bad_request", "`view` must be of the form `designname/viewname`");
+      return -1;
+    }
+    if (ddoc_member(r, p[0], n[0], "views", p[1], n[1])) return -1;
+    hres_errs(r, 501, "not_implemented", "The _view filter needs JavaScript views, which are not implemented yet.");
+    return -1;
+  }
+  if (fl[0] == '_') {
+    hres_errs(r, 400, "bad_request", "unknown builtin filter name");
+    return -1;
+  }
+  int k = tokens2(fl, p, n);
+  if (k == 0) return 0;
+  if (k != 2) {
+    hres_errs(r, 400, "bad_request", "`filter` must be of the form `designname/filtername`");
+    return -1;
+  }
+  if (ddoc_member(r, p[0], n[0], "filters", p[1], n[1])) return -1;
+  hres_errs(r, 501, "not_implemented", "JavaScript filter functions are not implemented yet.");
+  return -1;
+}
+
+void hapi_changes(hreq *r) {
+  chfeed *c = NULL;
+  json_val *body = NULL;
+  int feed;
+  int64_t limit = -1, timeout = -1, heartbeat = 0, seq_interval = 0;
+  if (r->method != HM_GET && r->method != HM_HEAD && r->method != HM_POST) {
+    hres_method(r, "GET,HEAD,POST");
+    return;
+  }
+  if (hreq_open_db(r)) return;
+  if (r->method == HM_POST) {
+    if (hreq_need_json(r)) return;
+    if (r->body_len && hreq_json_body(r, 1, &body)) return;
+  }
+
+  /* parse_changes_query: integers and the two parameters with their own
+   * messages first, then the filter, then the feed, then since. */
+  if (hq_int(r, "limit", 0, &limit) || hq_int(r, "timeout", 0, &timeout)) return;
+  const char *hb = hq_get(r, "heartbeat", NULL);
+  if (hb && !strcmp(hb, "true")) {
+    heartbeat = CH_MAX_WAIT;
+  } else if (hb) {
+    char *end;
+    long long v = strtoll(hb, &end, 10);
+    if (!*hb || *end || (hb[0] != '-' && (hb[0] < '0' || hb[0] > '9'))) {
+      hres_errs(r, 400, "bad_request", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).");
+      return;
+    }
+    if (v <= 0) {
+      hres_errs(r, 400, "bad_request", "The heartbeat value should be a positive integer (in milliseconds).");
+      return;
+    }
+    heartbeat = v;
+  }
+  const char *si = hq_get(r, "seq_interval", NULL);
+  if (si) {
+    char *end;
+    long long v = strtoll(si, &end, 10);
+    if (!*si || *end || v <= 0 || (si[0] != '-' && (si[0] < '0' || si[0] > '9'))) {
+      hres_errs(r, 400, "bad_request", "invalid_seq_interval");
+      return;
+    }
+    seq_interval = v;
+  }
+  const char *style = hq_get(r, "style", NULL);
+  if (style && strcmp(style, "main_only") && strcmp(style, "all_docs")) {
+    hres_errf(r, 400, "query_parse_error", "Invalid value for style: \"%s\"", style);
+    return;
+  }
+
+  c = dv_calloc(1, sizeof *c);
+  if (!c) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  arena_init(&c->a, 0);
+  arena_init(&c->scratch, 0);
+  buf_init(&c->tmp);
+  c->style_all = style && !strcmp(style, "all_docs");
+  c->include_docs = q_true(r, "include_docs");
+  c->doc_flags = q_true(r, "conflicts") ? STORE_CONFLICTS : 0;
+  c->seq_interval = seq_interval;
+  c->seq_left = limit >= 0 ? limit : CH_DEFAULT_LIMIT;
+  if (ch_filter(r, c, body)) goto fail;
+  if (q_feed(r, 1, "Supported `feed` types: normal, continuous, live, longpoll, eventsource", &feed)) goto fail;
+  lf_init(&c->l, &ch_kind, feed, limit, heartbeat, timeout);
+
+  /* since: the last of since= and last-event-id= wins; for eventsource
+   * the Last-Event-ID header (a browser reconnecting) overrides both. */
+  const char *since = NULL;
+  size_t since_len = 0;
+  for (int i = 0; i < r->nparams; i++)
+    if (!strcmp(r->params[i].key, "since") || !strcasecmp(r->params[i].key, "last-event-id"))
+      since = r->params[i].val, since_len = r->params[i].vlen;
+  if (feed == FEED_EVENTSOURCE) {
+    const char *h = hreq_hdr(r, "Last-Event-ID");
+    if (h) since = h, since_len = strlen(h);
+  }
+  int descending = q_true(r, "descending");
+  int rc = 0;
+  if (since && !(since_len == 3 && !memcmp(since, "now", 3))) {
+    rc = seq_parse_loose(since, since_len, &c->l.pos);
+    if (rc) {
+      hres_err(r, rc);
+      goto fail;
+    }
+  } else if (since || (descending && feed != FEED_NORMAL)) {
+    /* "now"; a live feed asked for descending starts there too, as CouchDB */
+    rc = db_now(r->db, &c->l.pos);
+    if (rc) {
+      hres_err(r, rc);
+      goto fail;
+    }
+  }
+  if (descending && feed == FEED_NORMAL) {
+    c->descending = 1; /* since is ignored */
+    memset(&c->l.pos, 0, sizeof c->l.pos);
+  }
+  c->from_zero = store_seq_is_zero(&c->l.pos);
+  rc = store_db_open(hsrv_store(r->srv), r->db_name, &c->db);
+  if (rc) {
+    hres_err(r, rc);
+    goto fail;
+  }
+  if (feed == FEED_EVENTSOURCE) {
+    hres_header(r, "Cache-Control", "no-cache");
+    hres_feed(r, 200, "text/event-stream", &lf_ops, c);
+  } else {
+    hres_feed(r, 200, "application/json", &lf_ops, c);
+  }
+  return;
+
+fail:
+  c->l.k = &ch_kind;
+  lf_done(c);
+}
+
+/* ---- _db_updates ------------------------------------------------------------ */
+
+/* One row kept for a descending answer. */
+typedef struct du_row {
+  char *name;        /* database name (arena) */
+  size_t name_len;
+  const char *type;  /* "created", "updated", "deleted" (static) */
+  store_seq seq;     /* its index position */
+} du_row;
+
+typedef struct dufeed {
+  lfeed l;           /* the generic part (first) */
+  store *s;          /* the store */
+  dv_buf *out;       /* during a read: where rows go */
+  int descending;    /* descending=true (normal feed only) */
+  int64_t n;         /* rows seen by the current read */
+  dv_arena a;        /* descending: the rows collected */
+  du_row *rows;      /* descending: rows, oldest first */
+  size_t nrows, cap;
+} dufeed;
+
+static const char *du_type(const char *t) {
+  if (!strcmp(t, "created")) return "created";
+  if (!strcmp(t, "deleted")) return "deleted";
+  return "updated";
+}
+
+static int du_write(dufeed *d, const char *name, size_t name_len, const char *type, const store_seq *seq) {
+  lfeed *l = &d->l;
+  dv_buf *out = d->out;
+  char s[STORE_SEQ_STR];
+  store_seq_format(seq, s);
+  lf_row_begin(l, out);
+  json_w w;
+  json_w_init(&w, out);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "db_name");
+  json_w_str(&w, name, name_len);
+  json_w_keyz(&w, "type");
+  json_w_strz(&w, type);
+  json_w_keyz(&w, "seq");
+  json_w_strz(&w, s);
+  json_w_obj_end(&w);
+  int rc = json_w_finish(&w);
+  if (rc) return rc;
+  lf_row_end(l, out, seq);
+  l->sent++;
+  return 0;
+}
+
+static int du_row_cb(void *arg, const store_dbu_row *row) {
+  dufeed *d = arg;
+  lfeed *l = &d->l;
+  d->n++;
+  l->pos = row->seq;
+  int rc = du_write(d, row->name, row->name_len, du_type(row->type), &row->seq);
+  if (rc) return rc;
+  return l->limit >= 0 && l->sent >= l->limit ? LF_STOP : 0;
+}
+
+static int du_collect(void *arg, const store_dbu_row *row) {
+  dufeed *d = arg;
+  if (d->nrows == d->cap) {
+    size_t cap = d->cap ? 2 * d->cap : 64;
+    du_row *p = arena_realloc(&d->a, d->rows, d->cap * sizeof *p, cap * sizeof *p, 16);
+    if (!p) return DV_ENOMEM;
+    d->rows = p;
+    d->cap = cap;
+  }
+  du_row *x = &d->rows[d->nrows];
+  x->name = arena_strndup(&d->a, row->name, row->name_len);
+  if (!x->name) return DV_ENOMEM;
+  x->name_len = row->name_len;
+  x->type = du_type(row->type);
+  x->seq = row->seq;
+  d->nrows++;
+  return 0;
+}
+
+static int du_nop(void *arg, const store_dbu_row *row) {
+  (void)arg;
+  (void)row;
+  return 0;
+}
+
+static int du_read(lfeed *l, dv_buf *out) {
+  dufeed *d = (dufeed *)l;
+  d->out = out;
+  d->n = 0;
+  int rc;
+  if (d->descending) { /* the index reads forward only: collect, then emit newest first */
+    store_seq zero;
+    memset(&zero, 0, sizeof zero);
+    rc = store_db_updates(d->s, &zero, -1, du_collect, d, NULL);
+    for (size_t i = d->nrows; !rc && i > 0; i--) {
+      du_row *x = &d->rows[i - 1];
+      l->pos = x->seq;
+      rc = du_write(d, x->name, x->name_len, x->type, &x->seq);
+      if (rc || (l->limit >= 0 && l->sent >= l->limit)) break;
+    }
+    l->caught_up = 1;
+  } else {
+    rc = store_db_updates(d->s, &l->pos, DU_BATCH, du_row_cb, d, NULL);
+    if (rc == LF_STOP) rc = 0;
+    l->caught_up = d->n < DU_BATCH;
+  }
+  d->out = NULL;
+  return rc;
+}
+
+static int du_watch(lfeed *l) {
+  dufeed *d = (dufeed *)l;
+  return store_db_updates_watch(d->s, lf_watch_cb, l, &l->w);
+}
+
+static void du_free(lfeed *l) {
+  dufeed *d = (dufeed *)l;
+  arena_free(&d->a);
+}
+
+static const lf_kind du_kind = {du_read, du_watch, NULL, du_free};
+
+/* global_changes_httpd's to_non_neg_int: 400 "invalid_integer". */
+static int du_int(hreq *r, const char *name, int64_t *io) {
+  const char *v = hq_get(r, name, NULL);
+  if (!v) return 0;
+  char *end;
+  long long x = strtoll(v, &end, 10);
+  if (!*v || *end || x < 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9'))) {
+    hres_errs(r, 400, "bad_request", "invalid_integer");
+    return -1;
+  }
+  *io = x;
+  return 0;
+}
+
+void hapi_db_updates(hreq *r) {
+  int64_t limit = -1, timeout = -1, heartbeat = 0;
+  int feed, rc;
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET");
+    return;
+  }
+  const char *hb = hq_get(r, "heartbeat", NULL);
+  if (hb && !strcmp(hb, "true")) heartbeat = CH_MAX_WAIT;
+  else if (hb && strcmp(hb, "false") && du_int(r, "heartbeat", &heartbeat)) return;
+  if (du_int(r, "limit", &limit) || du_int(r, "timeout", &timeout)) return;
+  if (q_feed(r, 0, "Supported `feed` types: normal, continuous, longpoll, eventsource", &feed)) return;
+
+  dufeed *d = dv_calloc(1, sizeof *d);
+  if (!d) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  arena_init(&d->a, 0);
+  d->s = hsrv_store(r->srv);
+  lf_init(&d->l, &du_kind, feed, limit, heartbeat, timeout);
+  int descending = q_true(r, "descending");
+  size_t n;
+  const char *since = hq_get(r, "since", &n);
+  if (since && !(n == 3 && !memcmp(since, "now", 3))) {
+    rc = seq_parse_loose(since, n, &d->l.pos);
+  } else if (since || (descending && feed != FEED_NORMAL)) {
+    rc = store_db_updates(d->s, &d->l.pos, -1, du_nop, NULL, &d->l.pos);
+  } else {
+    rc = 0;
+  }
+  if (rc) {
+    hres_err(r, rc);
+    d->l.k = &du_kind;
+    lf_done(d);
+    return;
+  }
+  if (descending && feed == FEED_NORMAL) {
+    d->descending = 1;
+    memset(&d->l.pos, 0, sizeof d->l.pos);
+  }
+  if (feed == FEED_EVENTSOURCE) {
+    hres_header(r, "Cache-Control", "no-cache");
+    hres_feed(r, 200, "text/event-stream", &lf_ops, d);
+  } else {
+    hres_feed(r, 200, "application/json", &lf_ops, d);
+  }
+}
