@@ -28,6 +28,7 @@ static void usage(FILE *out) {
           "usage:\n"
           "  divan serve [--data DIR] [--bind ADDR] [--port N] [--threads N]\n"
           "              [--max-request-size BYTES] [--max-document-size BYTES]\n"
+          "              [--idle-timeout SECONDS]\n"
           "      start the server (defaults: --data ./data --bind 127.0.0.1 --port 5984;\n"
           "      --port 0 picks a free port; the listening line on stdout names it)\n"
           "  divan inspect [--data DIR] [--db NAME]\n"
@@ -45,6 +46,7 @@ struct serve_opts {
   int threads;         /* HTTP pool threads, 0 = default */
   size_t max_body;     /* max_http_request_size, 0 = default */
   size_t max_doc;      /* max_document_size, 0 = default */
+  int idle_timeout;    /* seconds before an idle connection is closed, 0 = default */
 };
 
 static int parse_port(const char *s, int *out) {
@@ -66,7 +68,7 @@ static int parse_size(const char *s, size_t *out) {
 }
 
 static int cmd_serve(int argc, char **argv) {
-  struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0};
+  struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0, 0};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -83,6 +85,9 @@ static int cmd_serve(int argc, char **argv) {
     } else if (!strcmp(a, "--max-request-size") && v) {
       if (parse_size(v, &o.max_body)) { fprintf(stderr, "divan: bad --max-request-size '%s'\n", v); return 2; }
       i++;
+    } else if (!strcmp(a, "--idle-timeout") && v) {
+      if (parse_size(v, &n) || n > 86400) { fprintf(stderr, "divan: bad --idle-timeout '%s'\n", v); return 2; }
+      o.idle_timeout = (int)n, i++;
     } else if (!strcmp(a, "--max-document-size") && v) {
       if (parse_size(v, &o.max_doc)) { fprintf(stderr, "divan: bad --max-document-size '%s'\n", v); return 2; }
       i++;
@@ -119,7 +124,7 @@ static int cmd_serve(int argc, char **argv) {
     return 1;
   }
   http_opts ho = {.bind = o.bind, .port = o.port, .threads = o.threads, .max_body = o.max_body,
-                  .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc};
+                  .timeout_s = o.idle_timeout, .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc};
   rc = http_start(st, &ho, &h);
   if (rc) {
     fprintf(stderr, "divan: cannot listen on %s:%d: %s\n", o.bind, o.port, dv_strerror(rc));

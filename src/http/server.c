@@ -464,7 +464,7 @@ int http_start(store *st, const http_opts *o, http_server **out) {
                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->o.threads,
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.timeout_s,
-                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_HEADER_LIMIT + 64 * 1024,
+                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_HEADER_LIMIT + 16 * 1024,
                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
                           MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
                           MHD_OPTION_UNESCAPE_CALLBACK, identity_unescape, NULL,

@@ -1,0 +1,25 @@
+/* test_http.c — runs each node black-box suite against the divan binary
+ * of this build ($DIVAN_BIN, which `make test` sets). A suite prints one
+ * line per failed check and "N passed, N failed"; its exit status decides.
+ * The suites live in test/node/http/ (endpoint by endpoint) and
+ * test/node/clients/ (real CouchDB clients from npm: PouchDB, nano). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+static void suite(const char *file) {
+  const char *bin = getenv("DIVAN_BIN");
+  ASSERT(bin != NULL); /* make test sets it */
+  int rc = test_sh("TEST_TMPDIR='%s' DIVAN_BIN='%s' node %s 2>&1", test_tmpdir(), bin, file);
+  ASSERT_EQ(rc, 0);
+}
+
+TEST(http_server) { suite("test/node/http/server.test.js"); }
+TEST(http_limits) { suite("test/node/http/limits.test.js"); }
+TEST(http_doc) { suite("test/node/http/doc.test.js"); }
+TEST(http_bulk) { suite("test/node/http/bulk.test.js"); }
+TEST(http_changes) { suite("test/node/http/changes.test.js"); }
+TEST(http_purge) { suite("test/node/http/purge.test.js"); }
+TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
+TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
