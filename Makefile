@@ -75,7 +75,7 @@ FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/%,$(LIB_SRC)) src/store/body.c -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/%,$(LIB_SRC)) src/store/body.c src/http/url.c -lm
 
 fuzzers: $(FUZZERS)
 
@@ -84,8 +84,8 @@ fuzz: $(FUZZERS)
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/corpus/$$n test/fuzz/seeds/$$n || exit 1; done
 
-test: divan $(BUILD)/test_runner $(FUZZERS)
-	@DV_BUILD=$(BUILD) DV_FUZZ_DIR=$(FUZZ_DIR) $(BUILD)/test_runner $(TEST_ARGS)
+test: divan $(BUILD)/divan $(BUILD)/test_runner $(FUZZERS)
+	@DV_BUILD=$(BUILD) DV_FUZZ_DIR=$(FUZZ_DIR) DIVAN_BIN=$(CURDIR)/$(BUILD)/divan $(BUILD)/test_runner $(TEST_ARGS)
 
 bench: divan $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$(basename $$b)"; $$b || exit 1; done

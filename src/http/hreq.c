@@ -15,67 +15,15 @@
 #include <strings.h>
 
 #include "http/route.h"
+#include "http/url.h"
 
 /* ---- decoding -------------------------------------------------------------- */
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/* Percent-decode s[0..n) into the arena; plus: '+' is a space. NULL on a
- * bad escape (or no memory). */
-static char *decode(dv_arena *a, const char *s, size_t n, int plus, size_t *out_len) {
-  char *d = arena_alloc(a, n + 1);
-  if (!d) return NULL;
-  size_t j = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (c == '%') {
-      int hi = i + 1 < n ? hexval((unsigned char)s[i + 1]) : -1;
-      int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
-      if (hi < 0 || lo < 0) return NULL;
-      d[j++] = (char)(hi << 4 | lo);
-      i += 2;
-    } else if (c == '+' && plus) {
-      d[j++] = ' ';
-    } else {
-      d[j++] = c;
-    }
-  }
-  d[j] = 0;
-  *out_len = j;
-  return d;
-}
-
 int hreq__split_path(hreq *r) {
-  const char *p = r->path;
-  if (*p == '/') p++;
-  r->nseg = 0;
-  while (*p) {
-    const char *e = strchr(p, '/');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (!e || e[1] || n) { /* a trailing '/' ends the path */
-      if (r->nseg == HREQ_MAX_SEG) {
-        hres_errs(r, 400, "bad_request", "Too many path segments.");
-        return -1;
-      }
-      size_t len;
-      char *d = decode(&r->a, p, n, 0, &len);
-      if (!d) {
-        hres_errs(r, 400, "bad_request", "Malformed URL: bad percent-encoding.");
-        return -1;
-      }
-      r->seg[r->nseg] = d;
-      r->seg_len[r->nseg] = len;
-      r->nseg++;
-    }
-    if (!e) break;
-    p = e + 1;
-  }
-  return 0;
+  int rc = url_split_path(&r->a, r->path, r->seg, r->seg_len, HREQ_MAX_SEG, &r->nseg);
+  if (rc == -2) hres_errs(r, 400, "bad_request", "Too many path segments.");
+  else if (rc) hres_errs(r, 400, "bad_request", "Malformed URL: bad percent-encoding.");
+  return rc;
 }
 
 int hreq__add_param(hreq *r, const char *key, const char *val) {
@@ -86,9 +34,9 @@ int hreq__add_param(hreq *r, const char *key, const char *val) {
     r->params = np;
   }
   hparam *p = &r->params[r->nparams];
-  p->key = decode(&r->a, key, strlen(key), 1, &p->klen);
+  p->key = url_decode(&r->a, key, strlen(key), 1, &p->klen);
   if (!val) val = "";
-  p->val = decode(&r->a, val, strlen(val), 1, &p->vlen);
+  p->val = url_decode(&r->a, val, strlen(val), 1, &p->vlen);
   if (!p->key || !p->val) {
     if (!r->status) hres_errs(r, 400, "bad_request", "Malformed query string: bad percent-encoding.");
     return 0;

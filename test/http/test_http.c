@@ -23,3 +23,7 @@ TEST(http_changes) { suite("test/node/http/changes.test.js"); }
 TEST(http_purge) { suite("test/node/http/purge.test.js"); }
 TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
 TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
+
+/* The router's percent-decoding under libFuzzer for 20 s (make fuzz runs it
+ * longer). */
+TEST(http_url_fuzz_smoke) { test_fuzz_smoke("fuzz_url"); }

@@ -2,6 +2,7 @@
  * real `divan serve` (test/node/http/*.test.js, test/node/clients/*), one
  * runner test per suite. */
 #define HTTP_TESTS(X)          \
+  X(http_url_fuzz_smoke, 60)   \
   X(http_server, 120)          \
   X(http_limits, 120)          \
   X(http_doc, 180)             \
