@@ -1,0 +1,1015 @@
+/* h_doc.c — the document endpoints of the CouchDB API: GET/HEAD, PUT,
+ * DELETE, COPY and POST on /{db}/{docid}, /{db}/_design/{name} and
+ * /{db}/_local/{name}, and POST /{db} (a new document, called by hapi_db).
+ *
+ * Each handler follows its clause of db_doc_req in CouchDB's chttpd_db.erl,
+ * including the order of its checks: the query string, then the document
+ * id, then the body, then the revision taken from the body, ?rev= and
+ * If-Match (couch_doc_from_req). Where CouchDB throws from
+ * couch_doc:transfer_fields or validate_docid, this file writes the same
+ * reason text rather than the store's generic one, so a client sees
+ * "Bad special document member: _foo" and not just "doc_validation".
+ *
+ * _local documents have no revision tree: they go to store_local_get/put,
+ * their revs are "0-N", they never show in _changes and take no
+ * attachments.
+ *
+ * Not here: attachments (a later issue: an attachment path answers 404 for
+ * reads and 501 for writes), multipart bodies (open_revs answers JSON even
+ * to a client that accepts multipart/mixed), _bulk_docs (h_bulk.c).
+ */
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "http/http_int.h"
+
+#define DOC_ALLOW "DELETE,GET,HEAD,POST,PUT,COPY" /* chttpd_db's 405 list */
+#define ATT_ALLOW "DELETE,GET,HEAD,PUT"           /* db_attachment_req's */
+
+/* ---- small tools ---------------------------------------------------------- */
+
+static int has_prefix(const char *s, size_t n, const char *p) {
+  size_t k = strlen(p);
+  return n >= k && !memcmp(s, p, k);
+}
+
+static int is_local(const char *id, size_t n) { return n > 7 && has_prefix(id, n, "_local/"); }
+
+static int key_is(const json_member *m, const char *k) {
+  size_t n = strlen(k);
+  return m->klen == n && !memcmp(m->key, k, n);
+}
+
+/* 400 bad_request "Invalid rev format" (couch_doc:parse_rev); returns -1. */
+static int bad_rev(hreq *r) {
+  hres_err(r, DV_EBAD_REV);
+  return -1;
+}
+
+/* A NUL-terminated arena copy of a revision's text; NULL when out of
+ * memory. */
+static const char *rev_text(hreq *r, const store_rev *rv) {
+  dv_buf b;
+  buf_init(&b);
+  store_rev_format(rv, &b);
+  const char *s = buf_error(&b) ? NULL : arena_strndup(&r->a, (const char *)b.p, b.len);
+  buf_free(&b);
+  return s;
+}
+
+/* ---- revisions as CouchDB parses them ------------------------------------- */
+
+/* A revision as couch_doc:parse_rev reads it: the integer before the first
+ * '-' and whatever follows. Kept as text, so both a _local doc's "0-N" and
+ * a replicated rev id fit; the store's stricter parser runs later, where a
+ * rev CouchDB would merely not find is then answered as not found. */
+typedef struct trev {
+  const char *s;   /* the whole text, "POS-ID" (not NUL-terminated) */
+  size_t n;        /* its length */
+  int64_t pos;     /* POS */
+  const char *h;   /* ID: the text after the first '-' */
+  size_t hlen;     /* its length */
+} trev;
+
+static int trev_parse(const char *s, size_t n, trev *out) {
+  size_t i = 0;
+  int64_t pos = 0;
+  while (i < n && s[i] >= '0' && s[i] <= '9') {
+    if (pos > (INT64_MAX - 9) / 10) return -1;
+    pos = pos * 10 + (s[i] - '0');
+    i++;
+  }
+  if (i == 0 || i >= n || s[i] != '-') return -1;
+  out->s = s;
+  out->n = n;
+  out->pos = pos;
+  out->h = s + i + 1;
+  out->hlen = n - i - 1;
+  return 0;
+}
+
+static int is_hex(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return 0;
+  }
+  return 1;
+}
+
+/* CouchDB compares parsed revs: a 32-hex-digit id is a 128-bit number, so
+ * its case does not matter; any other id compares as bytes. */
+static int trev_eq(const trev *a, const trev *b) {
+  if (a->pos != b->pos || a->hlen != b->hlen) return 0;
+  if (a->hlen == 32 && is_hex(a->h, 32) && is_hex(b->h, 32)) {
+    for (size_t i = 0; i < 32; i++) {
+      char x = a->h[i], y = b->h[i];
+      if (x >= 'A' && x <= 'F') x = (char)(x - 'A' + 'a');
+      if (y >= 'A' && y <= 'F') y = (char)(y - 'A' + 'a');
+      if (x != y) return 0;
+    }
+    return 1;
+  }
+  return !memcmp(a->h, b->h, a->hlen);
+}
+
+/* The revision of a write, as couch_doc_from_req and extract_header_rev
+ * pick it: the body's rev (which ?rev= and If-Match must then equal), else
+ * ?rev= (qs, may be NULL), else If-Match (quotes stripped). *have is 0 when
+ * none was given. Writes the error and returns -1 on a bad or mismatched
+ * rev. */
+static int pick_rev(hreq *r, const trev *body, const char *qs, size_t qn, trev *out, int *have) {
+  trev q, h;
+  int hq = 0, hh = 0;
+  if (qs) {
+    if (trev_parse(qs, qn, &q)) return bad_rev(r);
+    hq = 1;
+  }
+  const char *im = hreq_hdr(r, "If-Match");
+  if (im) {
+    size_t n = strlen(im);
+    while (n && *im == '"') im++, n--;
+    while (n && im[n - 1] == '"') n--;
+    if (trev_parse(im, n, &h)) return bad_rev(r);
+    hh = 1;
+  }
+  if (body) {
+    if (hq && !trev_eq(&q, body)) {
+      hres_errs(r, 400, "bad_request", "Document rev from request body and query string have different values");
+      return -1;
+    }
+    if (hh && !trev_eq(&h, body)) {
+      hres_errs(r, 400, "bad_request", "Document rev and etag have different values");
+      return -1;
+    }
+    *out = *body;
+    *have = 1;
+    return 0;
+  }
+  if (hq && hh && !trev_eq(&q, &h)) {
+    hres_errs(r, 400, "bad_request", "Document rev and etag have different values");
+    return -1;
+  }
+  if (hq) *out = q;
+  else if (hh) *out = h;
+  *have = hq || hh;
+  return 0;
+}
+
+/* The N of a _local doc's "0-N" (none given: 0). Anything else is CouchDB's
+ * "Invalid rev format" (increment_local_doc_revs). */
+static int local_rev(hreq *r, const trev *rev, int have, int64_t *out) {
+  *out = 0;
+  if (!have) return 0;
+  if (rev->pos != 0 || rev->hlen == 0 || rev->hlen > 18) return bad_rev(r);
+  int64_t v = 0;
+  for (size_t i = 0; i < rev->hlen; i++) {
+    if (rev->h[i] < '0' || rev->h[i] > '9') return bad_rev(r);
+    v = v * 10 + (rev->h[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* ---- document ids and bodies ----------------------------------------------- */
+
+/* couch_doc:validate_docid: 0, or the illegal_docid error written and -1. */
+static int docid_ok(hreq *r, const char *id, size_t n) {
+  const char *why = NULL;
+  if (n == 0) why = "Document id must not be empty";
+  else if (n == 8 && !memcmp(id, "_design/", 8)) why = "Illegal document id `_design/`";
+  else if (n == 7 && !memcmp(id, "_local/", 7)) why = "Illegal document id `_local/`";
+  else if (n > STORE_MAX_DOCID) why = "Document id is too long";
+  else if (json_utf8_check(id, n, NULL)) why = "Document id must be valid UTF-8";
+  else if (id[0] == '_' && !has_prefix(id, n, "_design/") && !has_prefix(id, n, "_local/"))
+    why = "Only reserved document ids may start with underscore.";
+  if (!why) return 0;
+  hres_errs(r, 400, "illegal_docid", why);
+  return -1;
+}
+
+static int doc_validation(hreq *r, const char *why) {
+  hres_errs(r, 400, "doc_validation", why);
+  return -1;
+}
+
+static int bad_member(hreq *r, const json_member *m) {
+  dv_buf b;
+  buf_init(&b);
+  buf_puts(&b, "Bad special document member: ");
+  buf_append(&b, m->key, m->klen);
+  if (buf_error(&b)) hres_err(r, DV_ENOMEM);
+  else doc_validation(r, (const char *)b.p);
+  buf_free(&b);
+  return -1;
+}
+
+/* _revisions as transfer_fields checks it; its newest rev into *rev. */
+static int check_revisions(hreq *r, const json_member *m, trev *rev, int *have, int *revs_set) {
+  const json_val *v = m->val;
+  if (v->type != JSON_OBJECT) return bad_member(r, m);
+  const json_val *start = json_obj_getz(v, "start"), *ids = json_obj_getz(v, "ids");
+  int64_t st;
+  if (!start || start->type != JSON_NUMBER || start->num > JSON_NUM_BIGINT ||
+      json_num_int64(start->u.s, start->len, &st))
+    return doc_validation(r, "_revisions.start isn't an integer.");
+  if (!ids || ids->type != JSON_ARRAY) return doc_validation(r, "_revisions.ids isn't a array.");
+  for (size_t i = 0; i < ids->len; i++) {
+    const json_val *h = ids->u.items[i];
+    if (h->type != JSON_STRING) return doc_validation(r, "RevId isn't a string");
+    if (h->len == 32 && !is_hex(h->u.s, 32)) return doc_validation(r, "RevId isn't a valid hexadecimal");
+  }
+  *revs_set = st != 0 || ids->len;
+  *have = 0;
+  if (ids->len) {
+    /* the text "START-ID" is rebuilt so the rev can be compared and sent */
+    const json_val *h = ids->u.items[0];
+    char num[24];
+    int k = snprintf(num, sizeof num, "%lld-", (long long)st);
+    char *s = arena_alloc(&r->a, (size_t)k + h->len + 1);
+    if (!s) {
+      hres_err(r, DV_ENOMEM);
+      return -1;
+    }
+    memcpy(s, num, (size_t)k);
+    memcpy(s + k, h->u.s, h->len);
+    s[(size_t)k + h->len] = 0;
+    if (trev_parse(s, (size_t)k + h->len, rev)) return bad_rev(r); /* a negative start */
+    *have = 1;
+  }
+  return 0;
+}
+
+/* Walk a document's `_` members in order, as couch_doc:transfer_fields
+ * does, and write the first error it would throw (returning -1). On
+ * success *rev and *have hold the revision the body names (_rev, or the newest
+ * of _revisions). doc must be an object. */
+static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
+  int revs_set = 0; /* CouchDB's #doc.revs is no longer {0, []} */
+  *have = 0;
+  for (size_t i = 0; i < doc->len; i++) {
+    const json_member *m = &doc->u.members[i];
+    if (!m->klen || m->key[0] != '_') continue;
+    if (key_is(m, "_id")) {
+      if (m->val->type != JSON_STRING) {
+        hres_errs(r, 400, "illegal_docid", "Document id must be a string");
+        return -1;
+      }
+      if (docid_ok(r, m->val->u.s, m->val->len)) return -1;
+    } else if (key_is(m, "_rev")) {
+      if (revs_set) continue; /* _revisions came first and wins */
+      if (m->val->type != JSON_STRING || trev_parse(m->val->u.s, m->val->len, rev)) return bad_rev(r);
+      *have = revs_set = 1;
+    } else if (key_is(m, "_revisions")) {
+      if (check_revisions(r, m, rev, have, &revs_set)) return -1;
+    } else if (key_is(m, "_deleted")) {
+      if (m->val->type != JSON_BOOL) return bad_member(r, m);
+    } else if (key_is(m, "_attachments")) {
+      if (m->val->type != JSON_OBJECT) return bad_member(r, m);
+      /* the store refuses them until attachments land (501) */
+    } else if (key_is(m, "_revs_info") || key_is(m, "_local_seq") || key_is(m, "_conflicts") ||
+               key_is(m, "_deleted_conflicts") || key_is(m, "_replication_state") ||
+               key_is(m, "_replication_state_time") || key_is(m, "_replication_state_reason") ||
+               key_is(m, "_replication_id") || key_is(m, "_replication_stats")) {
+      /* ignored or kept by CouchDB */
+    } else {
+      return bad_member(r, m);
+    }
+  }
+  return 0;
+}
+
+/* The request body as a document object: broken JSON is CouchDB's
+ * "invalid UTF-8 JSON", anything but an object "Document must be a JSON
+ * object" (couch_doc:from_json_obj). */
+static int doc_body(hreq *r, json_val **out) {
+  if (hreq_json_body(r, 0, out)) return -1;
+  if ((*out)->type != JSON_OBJECT) {
+    hres_errs(r, 400, "bad_request", "Document must be a JSON object");
+    return -1;
+  }
+  return 0;
+}
+
+/* An error of a write: the store's code, except that a document over
+ * max_document_size names the document, as CouchDB's 413 does. */
+static void write_err(hreq *r, int rc, const char *id, size_t n) {
+  if (rc == DV_EDOC_TOO_LARGE) {
+    const char *s = arena_strndup(&r->a, id, n);
+    hres_errs(r, 413, "document_too_large", s ? s : "");
+    return;
+  }
+  hres_err(r, rc);
+}
+
+/* An error of a read: a document that is not there (or whose id the store
+ * would never hold) is "missing", a deleted winner "deleted". */
+static void read_err(hreq *r, int rc) {
+  if (rc == DV_ENOT_FOUND || rc == DV_EBAD_DOCID) hres_errs(r, 404, "not_found", "missing");
+  else if (rc == DV_EDELETED) hres_errs(r, 404, "not_found", "deleted");
+  else hres_err(r, rc);
+}
+
+/* ---- response headers ------------------------------------------------------ */
+
+/* couch_util:url_encode: letters, digits and _ . - : stay, all else %XX. */
+static void url_enc(dv_buf *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+        c == '-' || c == ':')
+      buf_putc(b, c);
+    else
+      buf_printf(b, "%%%02X", c);
+  }
+}
+
+/* host:port this connection came in on, for a request without Host. */
+static void local_addr(hreq *r, dv_buf *b) {
+  const union MHD_ConnectionInfo *ci =
+      r->conn ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[INET6_ADDRSTRLEN];
+  if (ci && !getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl)) {
+    if (ss.ss_family == AF_INET) {
+      const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+      if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host)) {
+        buf_printf(b, "%s:%u", host, (unsigned)ntohs(a->sin_port));
+        return;
+      }
+    } else if (ss.ss_family == AF_INET6) {
+      const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+      if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host)) {
+        buf_printf(b, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
+        return;
+      }
+    }
+  }
+  buf_puts(b, "localhost");
+}
+
+/* Location: the document's absolute URL, as chttpd:absolute_uri builds it
+ * (X-Forwarded-Host, else Host; https when X-Forwarded-Ssl: on or
+ * X-Forwarded-Proto: https). */
+static void set_location(hreq *r, const char *id, size_t n) {
+  dv_buf b;
+  buf_init(&b);
+  const char *host = hreq_hdr(r, "X-Forwarded-Host");
+  if (!host) host = hreq_hdr(r, "Host");
+  const char *ssl = hreq_hdr(r, "X-Forwarded-Ssl"), *proto = hreq_hdr(r, "X-Forwarded-Proto");
+  int https = (ssl && !strcmp(ssl, "on")) || (proto && !strcmp(proto, "https"));
+  buf_puts(&b, https ? "https://" : "http://");
+  if (host) buf_puts(&b, host);
+  else local_addr(r, &b);
+  buf_putc(&b, '/');
+  url_enc(&b, r->db_name, strlen(r->db_name));
+  buf_putc(&b, '/');
+  url_enc(&b, id, n);
+  if (!buf_error(&b)) hres_header(r, "Location", (const char *)b.p);
+  buf_free(&b);
+}
+
+/* ETag: the quoted rev. */
+static void set_etag(hreq *r, const char *rev) {
+  dv_buf b;
+  buf_init(&b);
+  buf_printf(&b, "\"%s\"", rev);
+  if (!buf_error(&b)) hres_header(r, "ETag", (const char *)b.p);
+  buf_free(&b);
+}
+
+/* {"ok":true,"id":…[,"rev":…]} with the given status; the ETag and
+ * Location headers when asked. */
+static void send_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc) {
+  json_w w;
+  hres_jw(r, status, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "ok");
+  json_w_bool(&w, 1);
+  json_w_keyz(&w, "id");
+  json_w_str(&w, id, n);
+  if (rev) {
+    json_w_keyz(&w, "rev");
+    json_w_strz(&w, rev);
+  }
+  json_w_obj_end(&w);
+  if (rev && etag) set_etag(r, rev);
+  if (loc) set_location(r, id, n);
+}
+
+/* If-None-Match holds this ETag (couch_httpd:etag_match splits the header
+ * on commas and spaces). */
+static int etag_match(hreq *r, const char *etag) {
+  const char *h = hreq_hdr(r, "If-None-Match");
+  size_t en = strlen(etag);
+  while (h && *h) {
+    while (*h == ',' || *h == ' ') h++;
+    size_t k = strcspn(h, ", ");
+    if (k && k == en && !memcmp(h, etag, k)) return 1;
+    h += k;
+  }
+  return 0;
+}
+
+/* Answer a document read: 200 with the ETag, or 304 when the client holds
+ * it. As CouchDB, no ETag goes with a document that carries meta fields
+ * (_revs_info, _conflicts, _deleted_conflicts, _local_seq). */
+static void send_doc(hreq *r, const json_val *doc) {
+  const json_val *rv = json_obj_getz(doc, "_rev");
+  int meta = json_obj_getz(doc, "_revs_info") || json_obj_getz(doc, "_conflicts") ||
+             json_obj_getz(doc, "_deleted_conflicts") || json_obj_getz(doc, "_local_seq");
+  if (!meta && rv && rv->type == JSON_STRING) {
+    char *rev = arena_strndup(&r->a, rv->u.s, rv->len);
+    dv_buf b;
+    buf_init(&b);
+    buf_printf(&b, "\"%s\"", rev ? rev : "");
+    int hit = !buf_error(&b) && etag_match(r, (const char *)b.p);
+    buf_free(&b);
+    if (rev) set_etag(r, rev);
+    if (hit) {
+      hres_raw(r, 304, "application/json", "", 0);
+      return;
+    }
+  }
+  hres_json(r, 200, doc);
+}
+
+/* ---- query parameters ---------------------------------------------------- */
+
+/* The parameters of CouchDB's parse_doc_query that divan acts on. Boolean
+ * parameters take "true" or "false" (anything else is query_parse_error,
+ * where CouchDB would silently ignore it). */
+typedef struct docq {
+  int flags;          /* STORE_* extras for a document read */
+  int latest;         /* latest=true */
+  int deleted;        /* deleted=true: a deleted winner is answered too */
+  int new_edits;      /* new_edits (default true) */
+  const char *rev;    /* rev=, or NULL */
+  size_t rev_len;     /* its length */
+  int open_revs;      /* 0: none, 1: all, 2: the list in revs */
+  json_val *revs;     /* open_revs=[…]: an array of rev strings */
+} docq;
+
+/* A JSON list of revs (open_revs, atts_since): broken JSON is "invalid
+ * UTF-8 JSON", a non-array "Invalid list of revisions", a bad element
+ * "Invalid rev format" (couch_doc:parse_revs). */
+static int rev_list(hreq *r, const char *v, size_t n, json_val **out) {
+  json_val *j;
+  int rc = json_parse(&r->a, v, n, NULL, &j, NULL);
+  if (rc == DV_ENOMEM) {
+    hres_err(r, rc);
+    return -1;
+  }
+  if (rc) {
+    hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
+    return -1;
+  }
+  if (j->type != JSON_ARRAY) {
+    hres_errs(r, 400, "bad_request", "Invalid list of revisions");
+    return -1;
+  }
+  for (size_t i = 0; i < j->len; i++) {
+    trev t;
+    const json_val *e = j->u.items[i];
+    if (e->type != JSON_STRING || trev_parse(e->u.s, e->len, &t)) return bad_rev(r);
+  }
+  *out = j;
+  return 0;
+}
+
+static int parse_docq(hreq *r, docq *q) {
+  static const struct {
+    const char *name; /* parameter */
+    int flag;         /* STORE_* it sets */
+  } fl[] = {
+      {"revs", STORE_REVS},           {"revs_info", STORE_REVS_INFO},
+      {"conflicts", STORE_CONFLICTS}, {"deleted_conflicts", STORE_DELETED_CONFLICTS},
+      {"local_seq", STORE_LOCAL_SEQ}, {"meta", STORE_META},
+  };
+  memset(q, 0, sizeof *q);
+  q->new_edits = 1;
+  for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
+    int on = 0;
+    if (hq_bool(r, fl[i].name, &on)) return -1;
+    if (on) q->flags |= fl[i].flag;
+  }
+  int ignored = 0; /* attachment parameters: accepted, no effect until attachments land */
+  if (hq_bool(r, "attachments", &ignored) || hq_bool(r, "att_encoding_info", &ignored)) return -1;
+  if (hq_bool(r, "latest", &q->latest) || hq_bool(r, "deleted", &q->deleted) ||
+      hq_bool(r, "new_edits", &q->new_edits))
+    return -1;
+  q->rev = hq_get(r, "rev", &q->rev_len);
+  trev t;
+  if (q->rev && trev_parse(q->rev, q->rev_len, &t)) return bad_rev(r);
+  size_t n;
+  const char *v = hq_get(r, "open_revs", &n);
+  if (v && !strcmp(v, "all")) {
+    q->open_revs = 1;
+  } else if (v) {
+    if (rev_list(r, v, n, &q->revs)) return -1;
+    q->open_revs = q->revs->len ? 2 : 0; /* open_revs=[] is a plain read in CouchDB */
+  }
+  json_val *since;
+  v = hq_get(r, "atts_since", &n);
+  if (v && rev_list(r, v, n, &since)) return -1;
+  return 0;
+}
+
+/* batch=ok */
+static int batch_ok(hreq *r) {
+  const char *b = hq_get(r, "batch", NULL);
+  return b && !strcmp(b, "ok");
+}
+
+/* ---- reads ----------------------------------------------------------------- */
+
+/* GET with open_revs: CouchDB's JSON array of {"ok":doc} / {"missing":rev}.
+ * A rev the store's parser refuses cannot exist, so it is missing. */
+static void doc_open_revs(hreq *r, const docq *q) {
+  store_rev *revs = NULL;
+  size_t n = 0;
+  json_val *bad = NULL;
+  int rc = 0;
+  if (q->open_revs == 2) {
+    revs = arena_alloc(&r->a, q->revs->len * sizeof *revs);
+    bad = json_new_array(&r->a);
+    if (!revs || !bad) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+    for (size_t i = 0; i < q->revs->len; i++) {
+      const json_val *e = q->revs->u.items[i];
+      if (!store_rev_parse(e->u.s, e->len, &r->a, &revs[n])) {
+        n++;
+        continue;
+      }
+      json_val *o = json_new_object(&r->a);
+      if (json_obj_setz(&r->a, o, "missing", json_new_string(&r->a, e->u.s, e->len)) ||
+          json_arr_push(&r->a, bad, o)) {
+        hres_err(r, DV_ENOMEM);
+        return;
+      }
+    }
+  }
+  int flags = (q->flags & STORE_REVS) | (q->latest ? STORE_LATEST : 0);
+  json_val *out = NULL;
+  if (q->open_revs == 1 || n) rc = store_doc_open_revs(r->db, r->docid, r->docid_len, revs, n, flags, &r->a, &out);
+  else out = json_new_array(&r->a);
+  if (!rc && !out) rc = DV_ENOMEM;
+  for (size_t i = 0; !rc && bad && i < bad->len; i++) rc = json_arr_push(&r->a, out, bad->u.items[i]);
+  if (rc) {
+    read_err(r, rc);
+    return;
+  }
+  hres_json(r, 200, out);
+}
+
+static void doc_get(hreq *r, const docq *q) {
+  if (q->open_revs) {
+    doc_open_revs(r, q);
+    return;
+  }
+  store_rev rv, *rp = NULL;
+  if (q->rev && !q->latest) { /* latest=true opens the winner whatever rev says */
+    if (store_rev_parse(q->rev, q->rev_len, &r->a, &rv)) {
+      read_err(r, DV_ENOT_FOUND);
+      return;
+    }
+    rp = &rv;
+  }
+  json_val *doc = NULL;
+  int rc = store_doc_get(r->db, r->docid, r->docid_len, rp, q->flags, &r->a, &doc);
+  if (rc == DV_EDELETED && q->deleted) {
+    store_leaf *lv;
+    size_t nl;
+    rc = store_doc_leaves(r->db, r->docid, r->docid_len, &r->a, &lv, &nl);
+    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, &lv[0].rev, q->flags, &r->a, &doc);
+  }
+  if (rc) {
+    read_err(r, rc);
+    return;
+  }
+  send_doc(r, doc);
+}
+
+/* A _local doc read. Local docs have no revision tree, so open_revs finds
+ * nothing (as CouchDB); ?rev= must name the current rev. */
+static void local_get(hreq *r, const docq *q) {
+  if (q->open_revs == 1) {
+    read_err(r, DV_ENOT_FOUND);
+    return;
+  }
+  if (q->open_revs == 2) {
+    json_val *out = json_new_array(&r->a);
+    int rc = out ? 0 : DV_ENOMEM;
+    for (size_t i = 0; !rc && i < q->revs->len; i++) {
+      const json_val *e = q->revs->u.items[i];
+      json_val *o = json_new_object(&r->a);
+      rc = json_obj_setz(&r->a, o, "missing", json_new_string(&r->a, e->u.s, e->len));
+      if (!rc) rc = json_arr_push(&r->a, out, o);
+    }
+    if (rc) hres_err(r, rc);
+    else hres_json(r, 200, out);
+    return;
+  }
+  json_val *doc = NULL;
+  int rc = store_local_get(r->db, r->docid, r->docid_len, &r->a, &doc);
+  if (rc) {
+    read_err(r, rc);
+    return;
+  }
+  const json_val *cur = json_obj_getz(doc, "_rev");
+  if (q->rev && !q->latest && (!cur || cur->len != q->rev_len || memcmp(cur->u.s, q->rev, q->rev_len))) {
+    read_err(r, DV_ENOT_FOUND);
+    return;
+  }
+  if ((q->flags & STORE_REVS) && cur && cur->len > 2) {
+    /* {"start":0,"ids":["N"]}, what couch_doc:to_json_obj makes of {0, [N]} */
+    json_val *rv = json_new_object(&r->a), *ids = json_new_array(&r->a);
+    if (json_obj_setz(&r->a, rv, "start", json_new_int(&r->a, 0)) ||
+        json_arr_push(&r->a, ids, json_new_string(&r->a, cur->u.s + 2, cur->len - 2)) ||
+        json_obj_setz(&r->a, rv, "ids", ids) || json_obj_setz(&r->a, doc, "_revisions", rv)) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+  }
+  send_doc(r, doc);
+}
+
+/* ---- writes ------------------------------------------------------------------ */
+
+/* How a write answers success: its status for a new revision and for a
+ * deletion (PUT and DELETE say 200 for a deletion, POST and COPY 201), and
+ * which headers go with it. */
+typedef struct wans {
+  int created;   /* status of a new live revision */
+  int deleted;   /* status of a deletion */
+  int etag;      /* send ETag */
+  int loc;       /* send Location */
+} wans;
+
+static const wans ANS_PUT = {201, 200, 1, 1};
+static const wans ANS_DELETE = {200, 200, 1, 0};
+static const wans ANS_COPY = {201, 201, 1, 1};
+static const wans ANS_POST = {201, 201, 0, 1};
+
+/* Write a _local document: doc is the request's object (its _rev and
+ * _revisions are dropped here; the rev is `rev` when have). batch answers
+ * 202 whatever happened, as CouchDB. */
+static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const trev *rev, int have, int batch,
+                        const wans *ans) {
+  int64_t cur;
+  if (local_rev(r, rev, have, &cur)) return;
+  json_obj_del(doc, "_rev", 4);
+  json_obj_del(doc, "_revisions", 10);
+  store_edit e;
+  int rc = store_edit_from_json(&r->a, doc, 1, &e);
+  if (rc) {
+    write_err(r, rc, id, n);
+    return;
+  }
+  int64_t nrev = 0;
+  rc = store_local_put(r->db, id, n, e.body, cur, e.deleted, &nrev);
+  if (rc == DV_ENOT_FOUND && e.deleted) rc = 0; /* deleting nothing: CouchDB answers 0-0 */
+  if (batch) {
+    send_written(r, 202, id, n, NULL, 0, 0);
+    return;
+  }
+  if (rc) {
+    write_err(r, rc, id, n);
+    return;
+  }
+  char rs[32];
+  snprintf(rs, sizeof rs, "0-%lld", (long long)(e.deleted ? 0 : nrev));
+  send_written(r, e.deleted ? ans->deleted : ans->created, id, n, rs, ans->etag, ans->loc);
+}
+
+/* One edit through the store, answered as ans says. */
+static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const wans *ans) {
+  int rc = store_update(r->db, e, 1, new_edits);
+  if (batch) { /* CouchDB answers before it writes; errors only reach its log */
+    send_written(r, 202, e->id, e->id_len, NULL, 0, 0);
+    return;
+  }
+  if (!rc) rc = e->rc;
+  if (rc) {
+    write_err(r, rc, e->id, e->id_len);
+    return;
+  }
+  const char *rev = rev_text(r, &e->rev);
+  if (!rev) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  send_written(r, e->deleted ? ans->deleted : ans->created, e->id, e->id_len, rev, ans->etag, ans->loc);
+}
+
+/* PUT /{db}/{docid} */
+static void doc_put(hreq *r, const docq *q, int local) {
+  if (docid_ok(r, r->docid, r->docid_len)) return;
+  json_val *doc;
+  trev brev, rev;
+  int have_b, have;
+  if (doc_body(r, &doc) || doc_fields(r, doc, &brev, &have_b)) return;
+  if (pick_rev(r, have_b ? &brev : NULL, q->rev, q->rev_len, &rev, &have)) return;
+  int batch = batch_ok(r);
+  if (local) {
+    local_write(r, doc, r->docid, r->docid_len, &rev, have, batch, &ANS_PUT);
+    return;
+  }
+  if (!q->new_edits && !have) {
+    hres_errs(r, 400, "bad_request", "When `new_edits: false`, the document needs `_rev` or `_revisions` specified");
+    return;
+  }
+  if (have && !have_b) { /* the rev came from ?rev= or If-Match */
+    json_val *s = json_new_string(&r->a, rev.s, rev.n);
+    if (json_obj_setz(&r->a, doc, "_rev", s)) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+  }
+  store_edit e;
+  int rc = store_edit_from_json(&r->a, doc, q->new_edits, &e);
+  if (rc) {
+    write_err(r, rc, r->docid, r->docid_len);
+    return;
+  }
+  e.id = r->docid; /* the URL names the document, whatever _id says */
+  e.id_len = r->docid_len;
+  edit_write(r, &e, q->new_edits, batch, &ANS_PUT);
+}
+
+/* DELETE /{db}/{docid}: the doc must exist (404 missing/deleted), then the
+ * rev comes from ?rev= or If-Match; none is a conflict, as CouchDB. */
+static void doc_delete(hreq *r, int local) {
+  size_t qn;
+  const char *qs = hq_get(r, "rev", &qn);
+  if (local) {
+    json_val *cur;
+    int rc = store_local_get(r->db, r->docid, r->docid_len, &r->a, &cur);
+    if (rc) {
+      read_err(r, rc);
+      return;
+    }
+    trev rev;
+    int have;
+    if (pick_rev(r, NULL, qs, qn, &rev, &have)) return;
+    int64_t n;
+    if (local_rev(r, &rev, have, &n)) return;
+    rc = store_local_put(r->db, r->docid, r->docid_len, NULL, n, 1, NULL);
+    if (rc == DV_ENOT_FOUND) rc = DV_ECONFLICT; /* deleted meanwhile */
+    if (rc) write_err(r, rc, r->docid, r->docid_len);
+    else send_written(r, ANS_DELETE.deleted, r->docid, r->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);
+    return;
+  }
+  store_leaf *lv;
+  size_t nl;
+  int rc = store_doc_leaves(r->db, r->docid, r->docid_len, &r->a, &lv, &nl);
+  if (!rc && lv[0].deleted) rc = DV_EDELETED;
+  if (rc) {
+    read_err(r, rc);
+    return;
+  }
+  trev rev;
+  int have;
+  if (pick_rev(r, NULL, qs, qn, &rev, &have)) return;
+  store_edit e;
+  memset(&e, 0, sizeof e);
+  e.id = r->docid;
+  e.id_len = r->docid_len;
+  e.deleted = 1;
+  if (have && store_rev_parse(rev.s, rev.n, &r->a, &e.parent)) {
+    hres_err(r, DV_ECONFLICT); /* a rev the store cannot hold is no leaf of this doc */
+    return;
+  }
+  edit_write(r, &e, 1, 0, &ANS_DELETE);
+}
+
+/* Percent-decode (mochiweb_util:unquote: '+' is a space) into the arena. */
+static char *unquote(hreq *r, const char *s, size_t n, size_t *out_len) {
+  char *d = arena_alloc(&r->a, n + 1);
+  if (!d) return NULL;
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '%' && i + 2 < n && is_hex(s + i + 1, 2)) {
+      unsigned v = 0;
+      sscanf(s + i + 1, "%2x", &v);
+      d[j++] = (char)v;
+      i += 2;
+    } else {
+      d[j++] = s[i] == '+' ? ' ' : s[i];
+    }
+  }
+  d[j] = 0;
+  *out_len = j;
+  return d;
+}
+
+/* COPY /{db}/{docid} with Destination: "newid" or "newid?rev=X". */
+static void doc_copy(hreq *r, int local) {
+  size_t qn;
+  const char *qs = hq_get(r, "rev", &qn);
+  trev srev, trv;
+  int have_s, have_t = 0;
+  if (pick_rev(r, NULL, qs, qn, &srev, &have_s)) return;
+  const char *dest = hreq_hdr(r, "Destination");
+  if (!dest) {
+    hres_errs(r, 400, "bad_request", "Destination header is mandatory for COPY.");
+    return;
+  }
+  if (!strncmp(dest, "http://", 7) || !strncmp(dest, "https://", 8)) {
+    hres_errs(r, 400, "bad_request", "Destination URL must be relative.");
+    return;
+  }
+  const char *qm = strchr(dest, '?');
+  size_t dn = qm ? (size_t)(qm - dest) : strlen(dest);
+  if (qm) {
+    const char *eq = strchr(qm + 1, '=');
+    if (!eq || trev_parse(eq + 1, strlen(eq + 1), &trv)) {
+      bad_rev(r);
+      return;
+    }
+    have_t = 1;
+  }
+  size_t tn;
+  char *tid = unquote(r, dest, dn, &tn);
+  if (!tid) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  /* the source */
+  json_val *src = NULL;
+  int rc;
+  if (local) {
+    rc = store_local_get(r->db, r->docid, r->docid_len, &r->a, &src);
+    const json_val *cur = rc ? NULL : json_obj_getz(src, "_rev");
+    if (!rc && have_s && (!cur || cur->len != srev.n || memcmp(cur->u.s, srev.s, srev.n))) rc = DV_ENOT_FOUND;
+  } else {
+    store_rev rv;
+    rc = have_s && store_rev_parse(srev.s, srev.n, &r->a, &rv) ? DV_ENOT_FOUND : 0;
+    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, have_s ? &rv : NULL, 0, &r->a, &src);
+  }
+  if (rc) {
+    read_err(r, rc);
+    return;
+  }
+  /* the copy: the source's fields (a deleted source rev copies as deleted) */
+  json_val *doc = json_new_object(&r->a);
+  if (!doc) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  for (size_t i = 0; i < src->len; i++) {
+    const json_member *m = &src->u.members[i];
+    if (key_is(m, "_id") || key_is(m, "_rev")) continue;
+    if (json_obj_set(&r->a, doc, m->key, m->klen, m->val)) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+  }
+  if (docid_ok(r, tid, tn)) return;
+  if (is_local(tid, tn)) {
+    local_write(r, doc, tid, tn, &trv, have_t, 0, &ANS_COPY);
+    return;
+  }
+  store_edit e;
+  rc = store_edit_from_json(&r->a, doc, 1, &e);
+  if (rc) {
+    write_err(r, rc, tid, tn);
+    return;
+  }
+  e.id = tid;
+  e.id_len = tn;
+  if (have_t && store_rev_parse(trv.s, trv.n, &r->a, &e.parent)) {
+    hres_err(r, DV_ECONFLICT);
+    return;
+  }
+  edit_write(r, &e, 1, 0, &ANS_COPY);
+}
+
+/* POST /{db}/{docid} is CouchDB's multipart/form-data attachment upload. */
+static void doc_form_post(hreq *r) {
+  if (docid_ok(r, r->docid, r->docid_len)) return;
+  const char *ct = hreq_hdr(r, "Content-Type");
+  size_t n = strlen("multipart/form-data");
+  if (!ct || strncmp(ct, "multipart/form-data", n) || (ct[n] && ct[n] != ';')) {
+    hres_errs(r, 415, "bad_content_type", "Content-Type must be multipart/form-data");
+    return;
+  }
+  hres_errs(r, 501, "not_implemented", "Attachments are not supported by this divan release.");
+}
+
+/* /{db}/{docid}/{attachment…}: until attachments land, reads find the
+ * document and then no attachment, writes are not implemented. */
+static void att_req(hreq *r, int local) {
+  if (local) {
+    hres_errs(r, 400, "bad_request", "_local documents do not accept attachments.");
+    return;
+  }
+  switch (r->method) {
+  case HM_GET:
+  case HM_HEAD: {
+    docq q;
+    if (parse_docq(r, &q)) return;
+    store_rev rv, *rp = NULL;
+    int rc = 0;
+    if (q.rev) {
+      rc = store_rev_parse(q.rev, q.rev_len, &r->a, &rv) ? DV_ENOT_FOUND : 0;
+      rp = &rv;
+    }
+    json_val *doc;
+    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, rp, 0, &r->a, &doc);
+    if (rc) read_err(r, rc);
+    else hres_errs(r, 404, "not_found", "Document is missing attachment");
+    return;
+  }
+  case HM_PUT:
+  case HM_DELETE:
+    hres_errs(r, 501, "not_implemented", "Attachments are not supported by this divan release.");
+    return;
+  default:
+    hres_method(r, ATT_ALLOW);
+  }
+}
+
+/* ---- entry points ---------------------------------------------------------- */
+
+void hapi_doc(hreq *r) {
+  if (hreq_open_db(r)) return;
+  int local = is_local(r->docid, r->docid_len);
+  if (r->sub) {
+    att_req(r, local);
+    return;
+  }
+  docq q;
+  switch (r->method) {
+  case HM_GET:
+  case HM_HEAD:
+    if (parse_docq(r, &q)) return;
+    if (local) local_get(r, &q);
+    else doc_get(r, &q);
+    return;
+  case HM_PUT:
+    if (parse_docq(r, &q)) return;
+    doc_put(r, &q, local);
+    return;
+  case HM_DELETE:
+    doc_delete(r, local);
+    return;
+  case HM_COPY:
+    doc_copy(r, local);
+    return;
+  case HM_POST:
+    doc_form_post(r);
+    return;
+  default:
+    hres_method(r, DOC_ALLOW);
+  }
+}
+
+/* POST /{db}: a new document; its id from _id or a fresh uuid. */
+void hapi_doc_post(hreq *r) {
+  if (hreq_need_json(r)) return;
+  json_val *doc;
+  trev brev;
+  int have_b;
+  if (doc_body(r, &doc) || doc_fields(r, doc, &brev, &have_b)) return;
+  const json_val *idv = json_obj_getz(doc, "_id");
+  const char *id;
+  size_t n;
+  if (idv) {
+    id = idv->u.s;
+    n = idv->len;
+  } else {
+    /* CouchDB gives a doc without _id a new id and no rev */
+    char *u = arena_alloc(&r->a, 33);
+    if (!u) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+    http_uuid(u);
+    id = u;
+    n = 32;
+    json_obj_del(doc, "_rev", 4);
+    json_obj_del(doc, "_revisions", 10);
+    have_b = 0;
+  }
+  int batch = batch_ok(r);
+  if (is_local(id, n)) {
+    local_write(r, doc, id, n, &brev, have_b, batch, &ANS_POST);
+    return;
+  }
+  store_edit e;
+  int rc = store_edit_from_json(&r->a, doc, 1, &e);
+  if (rc) {
+    write_err(r, rc, id, n);
+    return;
+  }
+  e.id = id;
+  e.id_len = n;
+  edit_write(r, &e, 1, batch, &ANS_POST);
+}
