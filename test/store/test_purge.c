@@ -1,14 +1,17 @@
 /* test_purge.c — store_purge against CouchDB's _purge semantics: a losing
  * leaf, the only leaf, the winner of a conflicted document (the next leaf
  * wins and the document moves to a new changes row), a deleted leaf, revs
- * that are not leaves, a purged document created again, and the purge
- * sequence with its infos and purged_infos_limit. Every case checks the
- * changes feed, _all_docs and the counters afterwards; size_active must
- * come back to 0 once every leaf of every document is gone.
+ * that are not leaves, a purged document created again, the purge
+ * sequence with its infos and purged_infos_limit, and purges whose commit
+ * comes back unknown. Every case checks the changes feed, _all_docs and
+ * the counters afterwards; size_active must come back to 0 once every
+ * leaf of every document is gone.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "kv/kv_fault.h"
 #include "storet.h"
 
 /* Revs made up for new_edits=false trees: "N-" + 32 times c. */
@@ -495,5 +498,49 @@ TEST(store_purge_no_db) {
   int64_t v;
   ASSERT_EQ(store_db_get_purge_seq(t->db, &v), DV_ENO_DB);
   ASSERT_EQ(store_db_set_purged_infos_limit(t->db, 5), DV_ENO_DB);
+  storet_close(t);
+}
+
+/* commit_unknown_result around purges: the answer is the one of the attempt
+ * that committed, and each purge counts once in purge_seq. */
+TEST(store_purge_commit_unknown) {
+  storet *t = calloc(1, sizeof *t);
+  ASSERT(t != NULL);
+  t->dir = malloc(strlen(test_tmpdir()) + 8);
+  ASSERT(t->dir != NULL);
+  sprintf(t->dir, "%s/kv", test_tmpdir());
+  arena_init(&t->a, 0);
+  kv_rocks_opts ko = {.no_sync = 1, .create_if_missing = 1};
+  kv_db *inner;
+  ASSERT_OK(kv_open_rocks(t->dir, &ko, &inner));
+  ASSERT_OK(kv_fault_wrap(inner, &t->kv));
+  ASSERT_OK(store_open(t->kv, NULL, &t->s));
+  t->db = storet_create_db(t, "db");
+  int64_t want_seq = 0;
+  for (int i = 0; i < 40; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "c%d", i);
+    branch(t, id, "ba", 0, "\"v\":1");
+    branch(t, id, "ca", i % 3 == 0, NULL);
+    kv_fault_kind kind = i % 2 ? KV_FAULT_COMMIT_UNKNOWN_AFTER : KV_FAULT_COMMIT_UNKNOWN_BEFORE;
+    kv_fault_set(t->kv, kind, 1.0, 1 + i % 2);
+    const char *revs[] = {R(&t->a, 2, 'c'), R(&t->a, 1, 'a')};
+    store_rev *p;
+    ASSERT_EQ(purge(t, id, revs, 2, &p), 1);
+    kv_fault_clear(t->kv);
+    ASSERT_STR_EQ(storet_rev_str(&t->a, &p[0]), revs[0]);
+    ASSERT_EQ(leaves_n(t, id), 1);
+    ASSERT_STR_EQ(winner(t, id), R(&t->a, 2, 'b'));
+    want_seq++;
+    int64_t ps;
+    ASSERT_OK(store_db_get_purge_seq(t->db, &ps));
+    ASSERT_EQ(ps, want_seq);
+    arena_reset(&t->a);
+  }
+  ASSERT(kv_fault_injected(t->kv, KV_FAULT_COMMIT_UNKNOWN_AFTER) >= 20);
+  store_db_info i = info(t);
+  ASSERT_EQ(i.doc_count, 40);
+  ASSERT_EQ(i.doc_del_count, 0);
+  ASSERT_EQ(storet_changes(t->db, &t->a, NULL, NULL, NULL), 40);
   storet_close(t);
 }

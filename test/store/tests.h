@@ -40,4 +40,5 @@
   X(store_purge_recreate, 10) \
   X(store_purge_infos_limit, 20) \
   X(store_purge_random, 30) \
-  X(store_purge_no_db, 10)
+  X(store_purge_no_db, 10) \
+  X(store_purge_commit_unknown, 20)
