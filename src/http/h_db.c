@@ -10,7 +10,7 @@
 
 #include "http/http_int.h"
 
-void hapi__db_info(json_w *w, store_db *db, const store_db_info *in); /* h_server.c */
+void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t purge_seq); /* h_server.c */
 
 static void db_create(hreq *r) {
   /* q, n and placement are cluster knobs of CouchDB with no meaning here;
@@ -67,14 +67,16 @@ void hapi_db(hreq *r) {
   case HM_HEAD: {
     if (hreq_open_db(r)) return;
     store_db_info in;
+    int64_t pseq = 0;
     int rc = store_db_info_get(r->db, &in);
+    if (!rc) rc = store_db_get_purge_seq(r->db, &pseq);
     if (rc) {
       hres_err(r, rc);
       return;
     }
     json_w w;
     hres_jw(r, 200, &w);
-    hapi__db_info(&w, r->db, &in);
+    hapi__db_info(&w, r->db, &in, pseq);
     return;
   }
   case HM_POST:

@@ -119,14 +119,15 @@ void hapi_all_dbs(hreq *r) {
 }
 
 /* The body of GET /{db} (also used by /_dbs_info). */
-void hapi__db_info(json_w *w, store_db *db, const store_db_info *in) {
-  char seq[STORE_SEQ_STR];
+void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t purge_seq) {
+  char seq[STORE_SEQ_STR], pseq[24];
+  snprintf(pseq, sizeof pseq, "%lld", (long long)purge_seq);
   store_seq_format(&in->update_seq, seq);
   json_w_obj_begin(w);
   json_w_keyz(w, "db_name");
   json_w_strz(w, store_db_name(db));
   json_w_keyz(w, "purge_seq");
-  json_w_strz(w, "0");
+  json_w_strz(w, pseq);
   json_w_keyz(w, "update_seq");
   json_w_strz(w, seq);
   json_w_keyz(w, "sizes");
@@ -162,13 +163,15 @@ static int dbs_info_row(hreq *r, json_w *w, const char *name, size_t len) {
   store_db *db = NULL;
   store_db_info in;
   int rc = store_db_name_check(z, len) ? DV_ENO_DB : store_db_open(hsrv_store(r->srv), z, &db);
+  int64_t pseq = 0;
   if (!rc) rc = store_db_info_get(db, &in);
+  if (!rc) rc = store_db_get_purge_seq(db, &pseq);
   json_w_obj_begin(w);
   json_w_keyz(w, "key");
   json_w_str(w, name, len);
   if (!rc) {
     json_w_keyz(w, "info");
-    hapi__db_info(w, db, &in);
+    hapi__db_info(w, db, &in, pseq);
   } else if (rc == DV_ENO_DB) {
     json_w_keyz(w, "error");
     json_w_strz(w, "not_found");

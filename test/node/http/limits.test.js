@@ -80,13 +80,15 @@ test('Expect: 100-continue works', async () => {
 
 test('broken JSON never changes the store', async () => {
   const before = (await req('GET', U + '/db')).json;
-  const bad = ['{', '{"a":}', '[1,2', '{"a":"\u0000"', 'nul', '{"a":1}}', '\xff\xfe', '{"a":"\ud800"}'];
+  const bad = ['{', '{"a":}', '[1,2', '{"a":"\u0000"', 'nul', '{"a":1}}', '\xff\xfe',
+    Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d]), // a UTF-8-encoded surrogate
+    Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x22, 0x7d])];          // a truncated sequence
   for (const b of bad) {
     const r1 = await req('POST', U + '/db', b, J);
     eq(r1.status, 400, b + ' ' + r1.text);
     const r2 = await req('PUT', U + '/db/brk', b, J);
     eq(r2.status, 400, b + ' ' + r2.text);
-    const r3 = await req('POST', U + '/db/_bulk_docs', '{"docs":[{"_id":"x"},' + b + ']}', J);
+    const r3 = await req('POST', U + '/db/_bulk_docs', Buffer.concat([Buffer.from('{"docs":[{"_id":"x"},'), Buffer.from(b), Buffer.from(']}')]), J);
     eq(r3.status, 400, b + ' ' + r3.text);
   }
   const after = (await req('GET', U + '/db')).json;

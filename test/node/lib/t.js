@@ -18,7 +18,7 @@ async function run() {
   let passed = 0, failed = 0;
   const only = process.env.T_ONLY;
   for (const t of tests) {
-    if (only && !t.name.includes(only)) continue;
+    if (only && !t.name.includes(only) && t.name !== 'start' && t.name !== 'stop') continue;
     try {
       await t.fn();
       passed++;
