@@ -58,6 +58,8 @@ test('purging the only leaf removes the document everywhere', async () => {
   eq(after.doc_del_count, 0);
   ok(after.sizes.external < before.sizes.external);
   ok(after.update_seq !== before.update_seq, 'update_seq moves on a purge');
+  eq(typeof after.purge_seq, 'string');
+  eq(Number(after.purge_seq), Number(before.purge_seq) + 1, 'one purge, one purge_seq');
 });
 
 test('non-leaf, unknown and repeated revs purge nothing', async () => {
