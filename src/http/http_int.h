@@ -226,10 +226,12 @@ void hapi_bulk_docs(hreq *r);     /* /{db}/_bulk_docs */
 void hapi_bulk_get(hreq *r);      /* /{db}/_bulk_get */
 void hapi_revs_diff(hreq *r);     /* /{db}/_revs_diff */
 void hapi_missing_revs(hreq *r);  /* /{db}/_missing_revs */
-void hapi_purge(hreq *r);         /* /{db}/_purge */
-void hapi_purged_infos_limit(hreq *r); /* /{db}/_purged_infos_limit */
 /* which: STORE_ALL, STORE_DESIGN, STORE_LOCAL; queries: the /queries form */
 void hapi_all_docs(hreq *r, int which, int queries);
+
+/* h_purge.c */
+void hapi_purge(hreq *r);         /* /{db}/_purge */
+void hapi_purged_infos_limit(hreq *r); /* /{db}/_purged_infos_limit */
 
 /* h_changes.c */
 void hapi_changes(hreq *r);       /* /{db}/_changes */

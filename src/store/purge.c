@@ -43,7 +43,6 @@
 
 #include "store/store_int.h"
 
-#define PG_SUB 'p'         /* the purge infos subspace */
 #define PG_CHUNK 90000     /* bytes of one purge info KV value (< KV_MAX_VALUE) */
 #define PG_REV_MAX 600     /* the most one (pos, hash) entry can take, encoded */
 #define PG_READ_BATCH 256  /* info KVs per read transaction */
@@ -85,7 +84,7 @@ static int meta_int_set(kv_txn *txn, const st_dbx *x, const char *name, int64_t 
 
 /* b = (P,"p",seq) */
 static void info_key(const st_dbx *x, dv_buf *b, tup_w *w, int64_t seq) {
-  st_key_db(x, b, w, PG_SUB);
+  st_key_db(x, b, w, ST_SUB_PURGE);
   tup_int(w, seq);
 }
 
@@ -98,7 +97,7 @@ static int trim_infos(kv_txn *txn, const st_dbx *x, int64_t begin, int64_t end) 
   buf_init(&e);
   tup_w w;
   if (begin > 0) info_key(x, &b, &w, begin);
-  else st_key_db(x, &b, &w, PG_SUB);
+  else st_key_db(x, &b, &w, ST_SUB_PURGE);
   info_key(x, &e, &w, end);
   int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, b.p, b.len, e.p, e.len);
   buf_free(&b);
@@ -469,7 +468,7 @@ static int pi_fn(kv_txn *txn, void *arg) {
   buf_init(&b);
   buf_init(&e);
   tup_w w;
-  st_key_db(&x, &e, &w, PG_SUB);
+  st_key_db(&x, &e, &w, ST_SUB_PURGE);
   size_t off = e.len;
   buf_putc(&e, 0xff);
   info_key(&x, &b, &w, g->from);

@@ -28,6 +28,9 @@
  *   (P,"m","update_seq")                        (Inc, VS) of the newest changes row (versionstamped value)
  *   (P,"m","revs_limit")                        (N,)
  *   (P,"m","security")                          JSON text
+ *   (P,"m","purge_seq")                         (N,)  purges ever recorded (purge.c)
+ *   (P,"m","purged_infos_limit")                (N,)  purge infos kept (default 1000)
+ *   (P,"p",PurgeSeq,Chunk)                      a purge info (id, revs asked), ≤ 90 KB a chunk
  *
  * RevHash: 16 bytes (tuple bytes) for a 32-hex-digit rev; any other rev id
  * from replication is a tuple string of its text. NotDeleted: tuple bool.
@@ -48,6 +51,7 @@
 #define ST_SUB_DOC 'd'
 #define ST_SUB_CHG 'c'
 #define ST_SUB_LOCAL 'l'
+#define ST_SUB_PURGE 'p'
 #define ST_SUB_META 'm'
 
 #define ST_TXID_BUCKET_S 60        /* one TxId bucket per minute */
