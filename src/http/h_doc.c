@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 
 #include "http/http_int.h"
+#include "http/url.h"
 
 #define DOC_ALLOW "DELETE,GET,HEAD,POST,PUT,COPY" /* chttpd_db's 405 list */
 #define ATT_ALLOW "DELETE,GET,HEAD,PUT"           /* db_attachment_req's */
@@ -789,26 +790,6 @@ static void doc_delete(hreq *r, int local) {
   edit_write(r, &e, 1, 0, &ANS_DELETE);
 }
 
-/* Percent-decode (mochiweb_util:unquote: '+' is a space) into the arena. */
-static char *unquote(hreq *r, const char *s, size_t n, size_t *out_len) {
-  char *d = arena_alloc(&r->a, n + 1);
-  if (!d) return NULL;
-  size_t j = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] == '%' && i + 2 < n && is_hex(s + i + 1, 2)) {
-      unsigned v = 0;
-      sscanf(s + i + 1, "%2x", &v);
-      d[j++] = (char)v;
-      i += 2;
-    } else {
-      d[j++] = s[i] == '+' ? ' ' : s[i];
-    }
-  }
-  d[j] = 0;
-  *out_len = j;
-  return d;
-}
-
 /* COPY /{db}/{docid} with Destination: "newid" or "newid?rev=X". */
 static void doc_copy(hreq *r, int local) {
   size_t qn;
@@ -836,9 +817,9 @@ static void doc_copy(hreq *r, int local) {
     have_t = 1;
   }
   size_t tn;
-  char *tid = unquote(r, dest, dn, &tn);
+  char *tid = url_decode(&r->a, dest, dn, 1, &tn); /* mochiweb_util:unquote */
   if (!tid) {
-    hres_err(r, DV_ENOMEM);
+    hres_errs(r, 400, "bad_request", "Destination header is not a valid URL path.");
     return;
   }
   /* the source */
