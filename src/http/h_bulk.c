@@ -257,6 +257,71 @@ static void jw_result_err(json_w *w, dv_buf *t, const char *id, size_t id_len, c
   json_w_obj_end(w);
 }
 
+/* An id and where it stands in the request, for sorting. */
+typedef struct idpos {
+  const char *id; /* the document's _id */
+  size_t len;
+  size_t at;      /* its index in the request */
+} idpos;
+
+static int idpos_cmp(const void *a, const void *b) {
+  const idpos *x = a, *y = b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int c = memcmp(x->id, y->id, n);
+  if (c) return c;
+  if (x->len != y->len) return x->len < y->len ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Where each regular document's edit goes. The store refuses a second edit
+ * of an id in one call; interactively that is CouchDB's answer too (a
+ * conflict), so one call takes everything. Replication sends every leaf of
+ * a conflicted document in one request and CouchDB merges them all, so
+ * with new_edits=false the edits are laid out in rounds (the k-th
+ * occurrence of each id in round k), one store_update per round. Writes
+ * slot[i] (index into the edits array), round_end[] (end of each round's
+ * slice), their counts. */
+static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t **out_slot, size_t **out_round_end,
+                       size_t *out_rounds, size_t *out_edits) {
+  size_t *slot = arena_alloc(&r->a, (n ? n : 1) * sizeof *slot);
+  size_t *occ = arena_calloc(&r->a, (n ? n : 1) * sizeof *occ);
+  idpos *v = arena_alloc(&r->a, (n ? n : 1) * sizeof *v);
+  size_t *count = arena_calloc(&r->a, (n + 1) * sizeof *count);
+  if (!slot || !occ || !v || !count) goto oom;
+  size_t nv = 0, n_edits = 0, n_rounds = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (d[i].local) continue;
+    n_edits++;
+    if (!new_edits && d[i].id) v[nv++] = (idpos){.id = d[i].id, .len = d[i].id_len, .at = i};
+  }
+  qsort(v, nv, sizeof *v, idpos_cmp);
+  for (size_t k = 1; k < nv; k++)
+    if (v[k].len == v[k - 1].len && !memcmp(v[k].id, v[k - 1].id, v[k].len)) occ[v[k].at] = occ[v[k - 1].at] + 1;
+  for (size_t i = 0; i < n; i++)
+    if (!d[i].local) {
+      count[occ[i]]++;
+      if (occ[i] + 1 > n_rounds) n_rounds = occ[i] + 1;
+    }
+  size_t *round_end = arena_alloc(&r->a, (n_rounds ? n_rounds : 1) * sizeof *round_end);
+  if (!round_end) goto oom;
+  for (size_t k = 0, at = 0; k < n_rounds; k++) { /* count[k] becomes the round's next free slot */
+    size_t c = count[k];
+    count[k] = at;
+    at += c;
+    round_end[k] = at;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!d[i].local) slot[i] = count[occ[i]]++;
+  *out_slot = slot;
+  *out_round_end = round_end;
+  *out_rounds = n_rounds;
+  *out_edits = n_edits;
+  return 0;
+oom:
+  hres_err(r, DV_ENOMEM);
+  return -1;
+}
+
 void hapi_bulk_docs(hreq *r) {
   if (hreq_open_db(r)) return;
   if (r->method != HM_POST) {
@@ -289,22 +354,28 @@ void hapi_bulk_docs(hreq *r) {
     new_edits = ne->b;
   }
 
-  /* Check and convert every document before writing any. */
-  size_t n = docs->len, n_edits = 0;
+  /* Check every document before writing any. */
+  size_t n = docs->len;
   bdoc *d = arena_calloc(&r->a, (n ? n : 1) * sizeof *d);
-  store_edit *edits = arena_calloc(&r->a, (n ? n : 1) * sizeof *edits);
-  if (!d || !edits) {
+  if (!d) {
     hres_err(r, DV_ENOMEM);
     return;
   }
   for (size_t i = 0; i < n; i++) {
     d[i].doc = docs->u.items[i];
     if (bdoc_check(r, &d[i], new_edits)) return;
-    if (d[i].local) {
-      if (bdoc_local(r, &d[i])) return;
-      continue;
-    }
-    store_edit *e = &edits[n_edits++];
+    if (d[i].local && bdoc_local(r, &d[i])) return;
+  }
+  size_t *slot = NULL, *round_end = NULL, n_rounds = 0, n_edits = 0;
+  if (bulk_rounds(r, d, n, new_edits, &slot, &round_end, &n_rounds, &n_edits)) return;
+  store_edit *edits = arena_calloc(&r->a, (n_edits ? n_edits : 1) * sizeof *edits);
+  if (!edits) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (d[i].local) continue;
+    store_edit *e = d[i].e = &edits[slot[i]];
     int rc = store_edit_from_json(&r->a, d[i].doc, new_edits, e);
     if (rc) {
       hres_err(r, rc);
@@ -320,10 +391,10 @@ void hapi_bulk_docs(hreq *r) {
       e->id = u;
       e->id_len = 32;
     }
-    d[i].e = e;
   }
 
-  /* Write: local documents one by one, the others in one store_update. */
+  /* Write: local documents one by one, the others with one store_update
+   * per round. */
   for (size_t i = 0; i < n; i++) {
     if (!d[i].local) continue;
     if (new_edits) d[i].rc = store_local_put(r->db, d[i].id, d[i].id_len, d[i].body, d[i].lrev, d[i].deleted,
@@ -334,8 +405,8 @@ void hapi_bulk_docs(hreq *r) {
       return;
     }
   }
-  if (n_edits) {
-    int rc = store_update(r->db, edits, n_edits, new_edits);
+  for (size_t k = 0, from = 0; k < n_rounds; from = round_end[k++]) {
+    int rc = store_update(r->db, edits + from, round_end[k] - from, new_edits);
     if (rc) {
       hres_err(r, rc);
       return;
@@ -352,7 +423,8 @@ void hapi_bulk_docs(hreq *r) {
     size_t id_len = d[i].local ? d[i].id_len : d[i].e->id_len;
     int rc = d[i].local ? d[i].rc : d[i].e->rc;
     if (!new_edits) { /* replication: only the failures, with their rev */
-      if (rc) jw_result_err(&w, &t, id, id_len, d[i].local ? NULL : &d[i].e->rev, rc);
+      const store_edit *e = d[i].e;
+      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len ? &e->path[0] : NULL, rc);
       continue;
     }
     if (rc) {
