@@ -4,6 +4,7 @@
 #include "json/tests.h"
 #include "kv/tests.h"
 #include "store/tests.h"
+#include "index/tests.h"
 #include "http/tests.h"
 
-#define TEST_LIST(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X) STORE_TESTS(X) HTTP_TESTS(X)
+#define TEST_LIST(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X) STORE_TESTS(X) INDEX_TESTS(X) HTTP_TESTS(X)

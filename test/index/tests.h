@@ -1,0 +1,8 @@
+/* The index layer's tests: X(name, timeout_seconds). */
+#define INDEX_TESTS(X) \
+  X(mango_match_table, 10) \
+  X(mango_parse_errors, 10) \
+  X(mango_collation, 10) \
+  X(mango_alloc_fail, 10) \
+  X(mango_regex_threads, 30) \
+  X(mango_fuzz_smoke, 120)
