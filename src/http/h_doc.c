@@ -283,6 +283,14 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
   return 0;
 }
 
+/* In CouchDB a document's _revisions always names its rev, whatever _rev
+ * says (transfer_fields); the store would take _rev, so drop it then. */
+static void prefer_revisions(json_val *doc) {
+  const json_val *rv = json_obj_getz(doc, "_revisions");
+  const json_val *ids = rv ? json_obj_getz(rv, "ids") : NULL;
+  if (ids && ids->type == JSON_ARRAY && ids->len) json_obj_del(doc, "_rev", 4);
+}
+
 /* The request body as a document object: broken JSON is CouchDB's
  * "invalid UTF-8 JSON", anything but an object "Document must be a JSON
  * object" (couch_doc:from_json_obj). */
@@ -717,6 +725,7 @@ static void doc_put(hreq *r, const docq *q, int local) {
   int have_b, have;
   if (doc_body(r, &doc) || doc_fields(r, doc, &brev, &have_b)) return;
   if (pick_rev(r, have_b ? &brev : NULL, q->rev, q->rev_len, &rev, &have)) return;
+  prefer_revisions(doc);
   int batch = batch_ok(r);
   if (local) {
     local_write(r, doc, r->docid, r->docid_len, &rev, have, batch, &ANS_PUT);
@@ -979,6 +988,7 @@ void hapi_doc_post(hreq *r) {
     json_obj_del(doc, "_revisions", 10);
     have_b = 0;
   }
+  prefer_revisions(doc);
   int batch = batch_ok(r);
   if (is_local(id, n)) {
     local_write(r, doc, id, n, &brev, have_b, batch, &ANS_POST);

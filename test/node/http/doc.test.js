@@ -223,6 +223,16 @@ test('PUT new_edits=false answers 201 with the rev sent, also when it is known',
   eq(r.json.rev, '2-' + 'e'.repeat(32));
 });
 
+test('PUT: _revisions names the rev even when _rev says otherwise (as CouchDB)', async () => {
+  const r1 = await mk('p21b');
+  const h = r1.split('-')[1];
+  const r = await put('/p21b', { _rev: '1-' + 'f'.repeat(32), _revisions: { start: 1, ids: [h] }, v: 2 });
+  eq(r.status, 201, r.text);
+  eq(gen(r.json.rev), 2);
+  isErr(await put('/p21b?rev=' + r1, { _revisions: { start: 2, ids: [r.json.rev.split('-')[1]] } }), 400, 'bad_request',
+    'Document rev from request body and query string have different values');
+});
+
 test('PUT new_edits=false without a rev: 400', async () => {
   isErr(await put('/p22?new_edits=false', { x: 1 }), 400, 'bad_request',
     'When `new_edits: false`, the document needs `_rev` or `_revisions` specified');
@@ -251,6 +261,14 @@ test('PUT with _attachments: refused until attachments land', async () => {
 test('PUT with a malformed boolean parameter: 400 query_parse_error', async () => {
   isErr(await put('/p26?new_edits=maybe', {}), 400, 'query_parse_error');
   isErr(await get('/p26'), 404, 'not_found', 'missing');
+});
+
+test('Location follows X-Forwarded-Host and X-Forwarded-Proto', async () => {
+  const r = await put('/p26b', {}, { 'X-Forwarded-Host': 'couch.example:8443', 'X-Forwarded-Proto': 'https' });
+  eq(r.headers.location, 'https://couch.example:8443/docs/p26b');
+  const r2 = await post({ _id: 'p26c' }, '', { 'Content-Type': 'application/json', Host: 'h.example' });
+  eq(r2.headers.location, 'http://h.example/docs/p26c');
+  eq(r2.headers.etag, undefined);
 });
 
 test('PUT needs no JSON Content-Type (CouchDB parses the body anyway)', async () => {
