@@ -79,6 +79,11 @@ int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_
     } else if (key_is(m, "_conflicts") || key_is(m, "_deleted_conflicts") || key_is(m, "_revs_info") ||
                key_is(m, "_local_seq")) {
       /* CouchDB ignores these on write */
+    } else if (key_is(m, "_replication_state") || key_is(m, "_replication_state_time") ||
+               key_is(m, "_replication_state_reason") || key_is(m, "_replication_id") ||
+               key_is(m, "_replication_stats")) {
+      /* the replicator's fields on _replicator docs: CouchDB keeps them */
+      if (json_obj_set(a, body, m->key, m->klen, m->val)) return DV_ENOMEM;
     } else if (key_is(m, "_attachments")) {
       return DV_ENOTSUP; /* attachments arrive with their own issue */
     } else {

@@ -237,7 +237,7 @@ static int leaves_fn(kv_txn *txn, void *arg) {
   }
   /* open_revs */
   if (!g->revs && !n) return DV_ENOT_FOUND;
-  qsort(brs, (size_t)n, sizeof *brs, br_desc);
+  if (n) qsort(brs, (size_t)n, sizeof *brs, br_desc);
   const st_branch *winner = n ? &brs[0] : NULL;
   json_val *arr = json_new_array(g->a);
   if (!arr) return DV_ENOMEM;
