@@ -371,7 +371,7 @@ static int chg_fn(kv_txn *txn, void *arg) {
         int nb;
         rc = st_branch_range(txn, &x, row->id, row->id_len, NULL, 0, KV_SNAPSHOT, &c->a, &brs, &nb);
         if (rc) break;
-        qsort(brs, (size_t)nb, sizeof *brs, br_desc);
+        if (nb) qsort(brs, (size_t)nb, sizeof *brs, br_desc);
         store_leaf *l = arena_alloc(&c->a, (size_t)(nb ? nb : 1) * sizeof *l);
         if (!l) { rc = DV_ENOMEM; break; }
         for (int k = 0; k < nb; k++) l[k] = (store_leaf){brs[k].rev, brs[k].deleted, brs[k].anc, brs[k].n_anc};
