@@ -1072,6 +1072,23 @@ static int keys_cb(void *arg, const store_doc_row *row) {
   return 0;
 }
 
+/* keys mode: the row of a _local/ document (not_found unless mine). */
+static int keys_local_row(adctx *c, const json_val *k, int mine) {
+  json_val *doc;
+  int rc = mine ? store_local_get(c->r->db, k->u.s, k->len, &c->r->a, &doc) : DV_ENOT_FOUND;
+  if (rc == DV_ENOT_FOUND) {
+    row_missing(c, k);
+    return 0;
+  }
+  if (rc) return rc;
+  const json_val *rv = json_obj_getz(doc, "_rev");
+  store_doc_row row = {.id = k->u.s, .id_len = k->len, .doc = doc};
+  if (rv && rv->type == JSON_STRING && rv->len > 2) /* "0-N" */
+    row.rev = (store_rev){.pos = 0, .h = (const uint8_t *)rv->u.s + 2, .len = (uint32_t)rv->len - 2, .raw = 1};
+  row_write(c, &row, k);
+  return 0;
+}
+
 static int ad_info(adctx *c) {
   if (c->have_info) return 0;
   int rc = store_db_info_get(c->r->db, &c->info);
@@ -1199,35 +1216,27 @@ static int ad_run(adctx *c, const adq *q) {
     c->keys = q->keys;
     c->key_at = 0;
     size_t n_ask = 0;
-    for (size_t i = from; i < to; i++) {
+    for (size_t i = from; i <= to; i++) {
       size_t ki = q->descending ? nk - 1 - i : i;
-      const json_val *k = q->keys->u.items[ki];
-      int mine = k->type == JSON_STRING &&
-                 (c->which == STORE_ALL ? !is_local_id(k->u.s, k->len)
-                                        : c->which == STORE_DESIGN ? has_prefix(k->u.s, k->len, "_design/")
-                                                                   : is_local_id(k->u.s, k->len));
-      if (local) { /* _local_docs: one store_local_get per key */
-        json_val *doc;
-        rc = mine ? store_local_get(r->db, k->u.s, k->len, &r->a, &doc) : DV_ENOT_FOUND;
-        if (rc == DV_ENOT_FOUND) {
-          row_missing(c, k);
-          continue;
-        }
+      const json_val *k = i < to ? q->keys->u.items[ki] : NULL;
+      int loc = k && k->type == JSON_STRING && is_local_id(k->u.s, k->len);
+      /* _local/ ids are read one by one (as fabric's open_doc does, even
+       * on _all_docs); the rows asked of the store so far go first */
+      if (n_ask && (i == to || local || loc)) {
+        c->key_at = 0;
+        rc = store_all_docs_keys(r->db, ids, lens, n_ask, q->include_docs, doc_flags, keys_cb, c);
         if (rc) return rc;
-        const json_val *rv = json_obj_getz(doc, "_rev");
-        store_doc_row row = {.id = k->u.s, .id_len = k->len, .doc = doc};
-        if (rv && rv->type == JSON_STRING && rv->len > 2)
-          row.rev = (store_rev){.pos = 0, .h = (const uint8_t *)rv->u.s + 2, .len = (uint32_t)rv->len - 2, .raw = 1};
-        row_write(c, &row, k);
+        n_ask = 0;
+      }
+      if (i == to) break;
+      if (local || (loc && c->which == STORE_ALL)) {
+        if ((rc = keys_local_row(c, k, loc))) return rc;
         continue;
       }
+      int mine = k->type == JSON_STRING && (c->which == STORE_ALL || has_prefix(k->u.s, k->len, "_design/"));
       ids[n_ask] = mine ? k->u.s : "";
       lens[n_ask] = mine ? k->len : 0;
       c->key_idx[n_ask++] = ki;
-    }
-    if (n_ask) {
-      rc = store_all_docs_keys(r->db, ids, lens, n_ask, q->include_docs, doc_flags, keys_cb, c);
-      if (rc) return rc;
     }
   }
   buf_puts(o, "\r\n]}");

@@ -183,6 +183,28 @@ test('_bulk_docs refuses the whole request for a bad document (CouchDB messages)
   eq(await snapshot('bd'), snap);
 });
 
+test('_bulk_docs: a document past max_document_size fails alone', async () => {
+  const big = 'x'.repeat(1100000);
+  const r = await bulk('bd', [{ _id: 'big', s: big }, { _id: 'small' }]);
+  eq(r.status, 201);
+  eq(r.json[0].id, 'big');
+  eq(r.json[0].error, 'document_too_large');
+  eq(r.json[1].ok, true);
+  const rep = await bulk('bd', [{ _id: 'big', _rev: '1-' + h32('b'), s: big }], { new_edits: false });
+  eq(rep.json.length, 1);
+  eq([rep.json[0].id, rep.json[0].rev, rep.json[0].error], ['big', '1-' + h32('b'), 'document_too_large']);
+  eq((await post('/bd/_all_docs', { keys: ['big'] })).json.rows[0], { key: 'big', error: 'not_found' });
+});
+
+test('_bulk_docs new_edits=false: several leaves of one id in one request all land', async () => {
+  const docs = ['1', '2', '3'].map((c) => ({ _id: 'many', _rev: '1-' + h32(c), c }));
+  eq((await bulk('bd', docs, { new_edits: false })).json, []);
+  const g = await post('/bd/_bulk_get', { docs: [{ id: 'many' }] });
+  eq(g.json.results[0].docs.map((x) => x.ok._rev).sort(), docs.map((x) => x._rev));
+  const d = await post('/bd/_revs_diff', { many: docs.map((x) => x._rev) });
+  eq(d.json, {});
+});
+
 test('_bulk_docs new_edits=false needs _rev or _revisions', async () => {
   isErr(await bulk('bd', [{ _id: 'norev' }], { new_edits: false }), 400, 'bad_request',
     'When `new_edits: false`, the document needs `_rev` or `_revisions` specified');
@@ -482,6 +504,16 @@ test('_all_docs keys=: one row per key, in order, with missing and deleted rows'
   const d = await get('/ad/_all_docs?include_docs=true&keys=' + enc(['zdel', 'b']));
   eq(d.json.rows[0].doc, null);
   eq(d.json.rows[1].doc.n, 'b');
+});
+
+test('_all_docs keys may name a _local/ document (fabric open_doc reads it)', async () => {
+  const r = await post('/ad/_all_docs?include_docs=true', { keys: ['a', '_local/one', '_local/none', 'b'] });
+  eq(r.json.rows.map((x) => x.key), ['a', '_local/one', '_local/none', 'b']);
+  eq(r.json.rows[1], { id: '_local/one', key: '_local/one', value: { rev: '0-1' }, doc: { _id: '_local/one', _rev: '0-1', l: 1 } });
+  eq(r.json.rows[2], { key: '_local/none', error: 'not_found' });
+  eq(r.json.rows[3].doc.n, 'b');
+  // ...but a range never shows them
+  ok(!ids(await get('/ad/_all_docs')).includes('_local/one'));
 });
 
 test('_all_docs POST keys, with descending, skip and limit over the keys', async () => {
