@@ -9,9 +9,11 @@
  *   _bulk_docs   every document is checked before anything is written (a
  *                bad id, rev or special member fails the whole request with
  *                400, as couch_doc:from_json_obj_validate does); _local/
- *                documents go to store_local_put, all others to one
- *                store_update call; the answer has one entry per document
- *                in request order, or (new_edits=false) only the failures.
+ *                documents go to store_local_put, all others to
+ *                store_update (one call, or with new_edits=false one per
+ *                "round" so that several leaves of one id all land); the
+ *                answer has one entry per document in request order, or
+ *                (new_edits=false) only the failures.
  *   _bulk_get    one result per requested document, {"ok": doc} or
  *                {"error": {id, rev, error, reason}} per revision.
  *   _revs_diff / _missing_revs   the revisions a document's tree lacks,
@@ -512,7 +514,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags) {
   }
   json_w_obj_begin(w);
   json_w_keyz(w, "id");
-  if (id && !(err && (!item || item->type != JSON_OBJECT))) json_w_val(w, id);
+  if (id) json_w_val(w, id);
   else json_w_null(w);
   json_w_keyz(w, "docs");
   json_w_arr_begin(w);
