@@ -1,6 +1,6 @@
 /* main.c — the `divan` command line: serve, and tools.
  *
- *   divan serve [--data DIR] [--bind ADDR] [--port N] [--config FILE]
+ *   divan serve [--data DIR] [--bind ADDR] [--port N] [--threads N] ...
  *   divan --help | --version
  *
  * This file parses arguments and hands off to the layers; it holds no
