@@ -89,6 +89,7 @@ test: divan $(BUILD)/divan $(BUILD)/test_runner $(FUZZERS)
 
 bench: divan $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$(basename $$b)"; $$b || exit 1; done
+	@echo "== http: divan vs pouchdb-server (bench/http)"; DIVAN_BIN=$(BUILD)/divan node bench/http/bench.js
 
 run: divan
 	./divan serve
