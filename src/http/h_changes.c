@@ -270,7 +270,7 @@ typedef struct chfeed {
   mango_sel *sel;       /* F_SELECTOR: the parsed selector */
   const json_val *fields; /* F_SELECTOR: "fields" to keep in included docs, or NULL */
   ch_id *ids;           /* F_DOC_IDS: sorted ids */
-  size_t n_ids;
+  size_t n_ids;         /* F_DOC_IDS: how many */
   int64_t seq_interval; /* seq_interval, 0: every row carries its seq */
   int64_t seq_left;     /* CouchDB's countdown the interval is taken on */
   int64_t examined;     /* rows seen by the current read */
@@ -790,7 +790,7 @@ fail:
 /* One row kept for a descending answer. */
 typedef struct du_row {
   char *name;        /* database name (arena) */
-  size_t name_len;
+  size_t name_len;   /* its length */
   const char *type;  /* "created", "updated", "deleted" (static) */
   store_seq seq;     /* its index position */
 } du_row;
@@ -803,7 +803,8 @@ typedef struct dufeed {
   int64_t n;         /* rows seen by the current read */
   dv_arena a;        /* descending: the rows collected */
   du_row *rows;      /* descending: rows, oldest first */
-  size_t nrows, cap;
+  size_t nrows;      /* descending: rows collected */
+  size_t cap;        /* descending: room in rows */
 } dufeed;
 
 static const char *du_type(const char *t) {
