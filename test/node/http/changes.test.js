@@ -8,8 +8,21 @@
 // thread while they wait.
 'use strict';
 const http = require('http');
-const { test, run, req, eq, ok, isErr } = require('../lib/t');
+const t = require('../lib/t');
+const { run, req, eq, ok, isErr } = t;
 const { startDivan } = require('../lib/divan');
+
+// A feed that never ends must fail its check, not hang the suite: every
+// check has 8 s, the whole file 100 s.
+const test = (name, fn, ms = 8000) => t.test(name, () => new Promise((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error(`check timed out after ${ms} ms`)), ms);
+  fn().then(resolve, reject).finally(() => clearTimeout(timer));
+}));
+setTimeout(() => {
+  console.log('FAIL the whole file took over 100 s');
+  if (srv) srv.kill9();
+  process.exit(1);
+}, 100000).unref();
 
 let srv, U;
 const J = { 'Content-Type': 'application/json' };
@@ -399,7 +412,7 @@ test('longpoll waiters hold no pool thread: 40 waiting, the server still answers
   eq((await put('/lp/all', {})).status, 201);
   const done = await Promise.all(many.map((s) => s.done));
   for (const s of done) eq(JSON.parse(s.text).results.map((x) => x.id), ['all']);
-});
+}, 15000);
 
 // ---- continuous ---------------------------------------------------------------------
 
@@ -547,7 +560,7 @@ test('3,000 documents: every one once, in order, across many batches (normal and
   eq(lim.json.pending, 3000 - 100 - 1200);
   const d = await get('/big/_changes?descending=true&limit=5');
   eq(ids(d), ids(r).slice(-5).reverse());
-});
+}, 20000);
 
 // ---- _db_updates ------------------------------------------------------------------------
 
