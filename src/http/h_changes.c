@@ -160,6 +160,9 @@ static int lf_step(void *arg, hfeed *f, dv_buf *out) {
       hfeed_timer(f, lf_due(l));
       return HF_WAIT;
     }
+    /* A wake seen after the timeout passed: the timeout came first (as
+     * CouchDB's receive … after); the client resumes from last_seq. */
+    if (!l->heartbeat && now >= l->deadline) return lf_finish(l, out);
     kv_watch_free(l->w); /* it fired: a new one, then read what came */
     l->w = NULL;
     rc = l->k->watch(l);
