@@ -468,7 +468,8 @@ static int rx_byte_escape(const char *p, size_t n, size_t *i) {
   size_t j = *i + 1;
   int v = 0, digits = 0;
   if (j < n && p[j] == '{') {
-    for (j++; j < n && hexval(p[j]) >= 0 && digits < 8; j++, digits++) v = v * 16 + hexval(p[j]);
+    for (j++; j < n && hexval(p[j]) >= 0; j++, digits++)
+      if (v <= 0xff) v = v * 16 + hexval(p[j]); /* past 0xff it is refused anyway */
     if (j >= n || p[j] != '}' || !digits) return -1;
     j++;
   } else {
@@ -561,99 +562,165 @@ out:
   return rc;
 }
 
+/* glibc's regcomp expands a bounded repeat by copying its operand, so
+ * ((a{99}){99}){99} compiles to a million nodes (hundreds of megabytes),
+ * where PCRE compiles it to a few bytes. The translator therefore estimates
+ * the expanded size, node by node, and refuses a pattern beyond
+ * RX_MAX_NODES (a few megabytes of compiled form); RX_MAX_DEPTH is PCRE's
+ * own default limit on nested parentheses. */
+#define RX_MAX_NODES 4096
+#define RX_MAX_DEPTH 250
+
+typedef struct rx_size {
+  uint64_t size[RX_MAX_DEPTH + 1]; /* nodes so far in each open group */
+  uint64_t last[RX_MAX_DEPTH + 1]; /* nodes of the last atom in each (a quantifier repeats it) */
+  int depth;                       /* open groups */
+} rx_size;
+
+static uint64_t sat(uint64_t v) { return v > RX_MAX_NODES ? RX_MAX_NODES + 1 : v; }
+
+/* An atom of k nodes; DV_EINVAL when the budget is spent. */
+static int rx_atom(rx_size *z, uint64_t k) {
+  z->last[z->depth] = sat(k);
+  z->size[z->depth] = sat(z->size[z->depth] + k);
+  return z->size[z->depth] > RX_MAX_NODES ? DV_EINVAL : 0;
+}
+
+/* The last atom repeated: at most `times` copies of it plus one node. */
+static int rx_repeat(rx_size *z, uint64_t times) {
+  uint64_t l = z->last[z->depth];
+  z->size[z->depth] = sat(z->size[z->depth] + l * (times ? times - 1 : 0) + 1);
+  z->last[z->depth] = sat(l * (times ? times : 1) + 1);
+  return z->size[z->depth] > RX_MAX_NODES ? DV_EINVAL : 0;
+}
+
 /* Translate a PCRE pattern into a POSIX ERE (NUL-terminated, into o);
  * *cflags gets REG_ICASE for a leading (?i). DV_EINVAL for what ERE cannot
- * express. Lazy and possessive quantifiers lose their suffix, which does
- * not change whether a string matches somewhere. */
+ * express or what would compile too large. Lazy and possessive quantifiers
+ * lose their suffix, which does not change whether a string matches
+ * somewhere. */
 static int rx_translate(const char *p, size_t n, dv_buf *o, int *cflags) {
   size_t i = 0;
+  int rc = 0;
+  rx_size *z = dv_calloc(1, sizeof *z);
+  if (!z) return DV_ENOMEM;
   *cflags = 0;
   if (n >= 4 && !memcmp(p, "(?i)", 4)) *cflags |= REG_ICASE, i = 4;
-  while (i < n) {
+  while (i < n && !rc) {
     uint8_t c = (uint8_t)p[i];
-    if (c == 0) return DV_EINVAL;
-    if (c == '\\') {
-      i++;
-      if (i >= n) return DV_EINVAL;
-      char e = p[i];
+    if (c == 0) {
+      rc = DV_EINVAL;
+    } else if (c == '\\') {
+      static const struct {
+        char e;
+        const char *ere;
+      } classes[] = {{'d', "[0-9]"},          {'D', "[^0-9]"},       {'s', "[[:space:]]"},
+                     {'S', "[^[:space:]]"},   {'w', "[[:alnum:]_]"}, {'W', "[^[:alnum:]_]"},
+                     {'b', "\\b"},            {'B', "\\B"},          {'A', "^"},
+                     {'z', "$"},              {'Z', "$"}};
+      const char *ere = NULL;
       int v;
-      switch (e) {
-      case 'd': buf_puts(o, "[0-9]"); i++; continue;
-      case 'D': buf_puts(o, "[^0-9]"); i++; continue;
-      case 's': buf_puts(o, "[[:space:]]"); i++; continue;
-      case 'S': buf_puts(o, "[^[:space:]]"); i++; continue;
-      case 'w': buf_puts(o, "[[:alnum:]_]"); i++; continue;
-      case 'W': buf_puts(o, "[^[:alnum:]_]"); i++; continue;
-      case 'b': buf_puts(o, "\\b"); i++; continue;
-      case 'B': buf_puts(o, "\\B"); i++; continue;
-      case 'A': buf_putc(o, '^'); i++; continue;
-      case 'z':
-      case 'Z': buf_putc(o, '$'); i++; continue;
-      default: break;
-      }
-      if ((v = rx_byte_escape(p, n, &i)) >= 0) {
-        rx_lit(o, (uint8_t)v);
-        continue;
-      }
-      if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9'))
-        return DV_EINVAL; /* backreferences, \p, \Q…\E, \K, \G, octal… */
-      rx_lit(o, (uint8_t)e);
       i++;
-      continue;
-    }
-    if (c == '[') {
-      int rc = rx_bracket(p, n, &i, o);
-      if (rc) return rc;
-      continue;
-    }
-    if (c == '(') {
+      if (i >= n) {
+        rc = DV_EINVAL;
+        break;
+      }
+      char e = p[i];
+      for (size_t k = 0; k < sizeof classes / sizeof classes[0]; k++)
+        if (classes[k].e == e) ere = classes[k].ere;
+      if (ere) {
+        buf_puts(o, ere);
+        i++;
+      } else if ((v = rx_byte_escape(p, n, &i)) >= 0) {
+        rx_lit(o, (uint8_t)v);
+      } else if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) {
+        rc = DV_EINVAL; /* backreferences, \p, \Q…\E, \K, \G, octal… */
+        break;
+      } else {
+        rx_lit(o, (uint8_t)e);
+        i++;
+      }
+      rc = rx_atom(z, 1);
+    } else if (c == '[') {
+      rc = rx_bracket(p, n, &i, o);
+      if (!rc) rc = rx_atom(z, 1);
+    } else if (c == '(') {
       if (i + 1 < n && p[i + 1] == '?') {
-        if (i + 2 < n && p[i + 2] == ':') {
-          buf_putc(o, '(');
-          i += 3;
-          continue;
+        if (!(i + 2 < n && p[i + 2] == ':')) {
+          rc = DV_EINVAL; /* lookaround, named groups, inline flags */
+          break;
         }
-        return DV_EINVAL; /* lookaround, named groups, inline flags */
+        i += 2;
       }
       buf_putc(o, '(');
       i++;
-      continue;
-    }
-    if (c == '*' || c == '+' || c == '?' || c == '{') {
+      if (z->depth == RX_MAX_DEPTH) {
+        rc = DV_EINVAL;
+        break;
+      }
+      z->depth++;
+      z->size[z->depth] = z->last[z->depth] = 0;
+    } else if (c == ')') {
+      buf_putc(o, ')');
+      i++;
+      if (z->depth) {
+        uint64_t k = z->size[z->depth] + 1;
+        z->depth--;
+        rc = rx_atom(z, k);
+      } /* else regcomp will refuse the stray parenthesis */
+    } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       size_t len = 1;
+      uint64_t times = c == '+' ? 2 : 1;
       if (c == '{') {
         len = rx_bound(p, n, i);
         if (!len) { /* PCRE reads a '{' that starts no bound as itself */
           buf_puts(o, "\\{");
           i++;
+          rc = rx_atom(z, 1);
           continue;
         }
+        /* {n}, {n,} and {n,m} cost max(n, m) + 1 copies at most */
+        uint64_t a = 0, b = 0;
+        size_t j = i + 1;
+        for (; p[j] >= '0' && p[j] <= '9'; j++) a = a * 10 + (uint64_t)(p[j] - '0');
+        if (p[j] == ',') j++;
+        for (; p[j] >= '0' && p[j] <= '9'; j++) b = b * 10 + (uint64_t)(p[j] - '0');
+        times = (a > b ? a : b) + 1;
       }
       buf_append(o, p + i, len);
       i += len;
       if (i < n && (p[i] == '?' || p[i] == '+')) i++;
-      continue;
-    }
-    if (c == '}') {
+      rc = rx_repeat(z, times);
+    } else if (c == '}') {
       buf_puts(o, "\\}");
       i++;
-      continue;
+      rc = rx_atom(z, 1);
+    } else {
+      buf_putc(o, c);
+      i++;
+      rc = c == '|' ? 0 : rx_atom(z, 1);
     }
-    buf_putc(o, c);
-    i++;
   }
+  dv_free(z);
+  if (rc) return rc;
   return buf_error(o) ? DV_ENOMEM : 0;
 }
 
 /* Compiled patterns are cached per thread (the arena cannot run regfree,
  * so the tree keeps only the pattern text). A thread's cache is freed when
- * the thread exits. */
+ * the thread exits. glibc's regexec builds its DFA lazily and keeps every
+ * state it built inside the regex_t, so a pattern such as
+ * (a|b)*a(a|b){20} grows by megabytes per thousand subjects; a cached
+ * pattern is therefore compiled afresh after RX_REUSE matches, which bounds
+ * what it can accumulate at the cost of one regcomp per RX_REUSE matches. */
 #define RX_SLOTS 16
+#define RX_REUSE 1000
 
 typedef struct rx_slot {
   char *pat;     /* the translated pattern (dv_malloc), NULL if the slot is free */
   int cflags;    /* flags it was compiled with */
   uint64_t used; /* cache tick of its last use, for eviction */
+  unsigned uses; /* matches since it was compiled */
   regex_t re;    /* the compiled pattern */
 } rx_slot;
 
@@ -696,7 +763,13 @@ static const regex_t *rx_get(const char *pat, int cflags, int *rc) {
   for (int i = 0; i < RX_SLOTS; i++) {
     rx_slot *s = &c->slot[i];
     if (s->pat && s->cflags == cflags && !strcmp(s->pat, pat)) {
+      regex_t fresh;
       s->used = c->tick;
+      if (++s->uses >= RX_REUSE && regcomp(&fresh, pat, RX_CFLAGS | cflags) == 0) {
+        regfree(&s->re);
+        s->re = fresh;
+        s->uses = 0;
+      }
       if (rc) *rc = 0;
       return &s->re;
     }
@@ -717,19 +790,30 @@ static const regex_t *rx_get(const char *pat, int cflags, int *rc) {
   victim->pat = copy;
   victim->cflags = cflags;
   victim->used = c->tick;
+  victim->uses = 0;
   victim->re = re;
   if (rc) *rc = 0;
   return &victim->re;
 }
 
-/* Does the regular expression match somewhere in the string? */
+/* Does the regular expression match somewhere in the string? DOM strings
+ * are not NUL-terminated (and may hold NUL bytes): the match runs on a
+ * terminated copy, with REG_STARTEND giving the length, because some
+ * regexec implementations (and sanitizer interceptors) read up to a NUL
+ * whatever REG_STARTEND says. */
 static int rx_match(const mnode *n, const json_val *v) {
   const regex_t *re = rx_get(n->str, n->b, NULL);
   if (!re) return 0;
+  char small[256], *s = v->len < sizeof small ? small : dv_malloc(v->len + 1);
+  if (!s) return 0;
+  if (v->len) memcpy(s, v->u.s, v->len);
+  s[v->len] = 0;
   regmatch_t m[1];
   m[0].rm_so = 0;
   m[0].rm_eo = (regoff_t)v->len;
-  return regexec(re, v->len ? v->u.s : "", 1, m, REG_STARTEND) == 0;
+  int r = regexec(re, s, 1, m, REG_STARTEND) == 0;
+  if (s != small) dv_free(s);
+  return r;
 }
 
 /* ------------------------------------------------------------------ */
