@@ -79,6 +79,7 @@ struct hfeed {
   int gone;                  /* the client left or the server stops */
   int dead;                  /* done() began: ignore wakes */
   int64_t due;               /* timer (monotonic ms), 0 = none */
+  int fired;                 /* the timer came due: step again */
   hfeed *next, *prev;        /* srv->feeds */
 };
 
@@ -209,7 +210,8 @@ static ssize_t feed_read(void *cls, uint64_t pos, char *out, size_t max) {
     if (f->want_wait) {
       hsrv *s = f->srv;
       pthread_mutex_lock(&s->mu);
-      int go_on = f->woken || f->gone || (f->due && hnow_ms() >= f->due);
+      int go_on = f->woken || f->gone || f->fired || (f->due && hnow_ms() >= f->due);
+      f->fired = 0;
       if (!go_on) {
         f->suspended = 1;
         MHD_suspend_connection(f->conn);
@@ -299,6 +301,7 @@ static void *reaper_main(void *arg) {
       if (!f->suspended) continue;
       if (f->due && now >= f->due) {
         f->due = 0;
+        f->fired = 1;
         feed_resume_locked(f);
         continue;
       }

@@ -137,12 +137,9 @@ static void mark_dead(store_db *db) {
   int was = db->dead;
   db->dead = 1;
   pthread_mutex_unlock(&db->mu);
-  if (!was) {
-    cache_unlink(s, db);
-    db->refs++; /* the cache's own reference, released below */
-  }
+  if (!was) cache_unlink(s, db);
   pthread_mutex_unlock(&s->mu);
-  if (!was) store_db_close(db);
+  if (!was) store_db_close(db); /* the cache's own reference */
 }
 
 int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) {

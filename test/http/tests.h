@@ -1,5 +1,5 @@
 /* tests.h — the HTTP layer's tests: black-box suites in node that drive a
- * real `divan serve` (test/node/http/*.test.js, test/node/clients/*), one
+ * real `divan serve` (test/node/http/, test/node/clients/), one
  * runner test per suite. */
 #define HTTP_TESTS(X)          \
   X(http_url_fuzz_smoke, 60)   \
