@@ -86,6 +86,24 @@ typedef struct mseg {
   size_t n;      /* its length */
 } mseg;
 
+/* A field path, one node per nested key, sharing its prefix with every
+ * other path below the same key (so a deep selector costs memory linear in
+ * its size). CouchDB joins the keys with "." and splits the result at every
+ * dot not preceded by a backslash, then drops the backslashes
+ * (mango_util:parse_field); splitting each key on its own gives the same
+ * steps, except when a key ends with a backslash: then the joining dot is
+ * escaped too, and the next key's first step continues this key's last. */
+typedef struct mpath mpath;
+struct mpath {
+  const mpath *up; /* the path this key extends; NULL: the value itself */
+  const char *key; /* the key as written */
+  size_t klen;     /* its length */
+  mseg *seg;       /* this key's steps, backslashes removed */
+  size_t n;        /* their number (at least 1) */
+  uint8_t merge;   /* 1: seg[0] replaces up's last step (up's key ends with '\') */
+  uint8_t bad;     /* 1: the joined path has an empty step (invalid field name) */
+};
+
 typedef struct mnode mnode;
 struct mnode {
   uint8_t op;          /* enum mop */
@@ -94,12 +112,14 @@ struct mnode {
                           REG_EXTENDED|REG_NOSUB; DEFAULT: 1 if it came from
                           $text (arg is the $text argument), 0 if the user
                           wrote "$default" (arg is its whole value) */
-  size_t n;            /* AND/OR/NOR: number of kids; FIELD: path steps */
+  size_t n;            /* AND/OR/NOR: number of kids */
   mnode **kid;         /* AND/OR/NOR: n kids; NOT/FIELD/ELEM/ALLM/KEYMAP: 1 */
   const json_val *arg; /* the operator's argument (borrowed from the selector) */
-  const char *str;     /* FIELD: key or path; REGEX: NUL-terminated pattern */
+  const char *str;     /* FIELD before norm_fields: its key; REGEX: the
+                          NUL-terminated pattern */
   size_t slen;         /* its length */
-  mseg *seg;           /* FIELD after norm_fields: the parsed path */
+  const mpath *path;   /* FIELD after norm_fields: its path (NULL: the value
+                          itself, CouchDB's "" field) */
 };
 
 struct mango_sel {
@@ -1025,53 +1045,80 @@ static int norm_ops(mctx *c, const json_val *v, mnode **out) {
 /* Pass 2: norm_fields                                                 */
 /* ------------------------------------------------------------------ */
 
-/* Split a path the way mango_util:parse_field does: at every '.' not
- * preceded by a backslash, then drop every backslash; an empty step (before
- * the backslashes go) is an invalid field name. */
-static int parse_path(mctx *c, mnode *f) {
-  const char *p = f->str;
-  size_t n = f->slen, steps = 1;
-  for (size_t i = 0; i < n; i++)
-    if (p[i] == '.' && (i == 0 || p[i - 1] != '\\')) steps++;
-  mseg *seg = arena_alloc(c->a, steps * sizeof *seg);
-  if (!seg) return DV_ENOMEM;
-  size_t k = 0, start = 0;
-  for (size_t i = 0; i <= n; i++) {
-    if (i < n && !(p[i] == '.' && (i == 0 || p[i - 1] != '\\'))) continue;
-    if (i == start) return fail(c, "invalid_field_name", "Invalid field name: ", p, n);
-    const char *s = p + start;
-    size_t len = i - start;
-    if (memchr(s, '\\', len)) {
-      char *d = arena_alloc(c->a, len);
+/* The path extended by one key (see struct mpath). */
+static int path_push(mctx *c, const mpath *up, const char *k, size_t kn, const mpath **out) {
+  mpath *p = arena_calloc(c->a, sizeof *p);
+  size_t steps = 1;
+  if (!p) return DV_ENOMEM;
+  p->up = up;
+  p->key = k;
+  p->klen = kn;
+  p->merge = up && up->klen && up->key[up->klen - 1] == '\\';
+  p->bad = up ? up->bad : 0;
+  for (size_t i = 0; i < kn; i++)
+    if (k[i] == '.' && (i == 0 || k[i - 1] != '\\')) steps++;
+  p->seg = arena_alloc(c->a, steps * sizeof *p->seg);
+  if (!p->seg) return DV_ENOMEM;
+  size_t start = 0;
+  for (size_t i = 0; i <= kn; i++) {
+    if (i < kn && !(k[i] == '.' && (i == 0 || k[i - 1] != '\\'))) continue;
+    const char *seg = k + start;
+    size_t len = i - start, pre = 0;
+    const mseg *last = NULL;
+    if (p->n == 0 && p->merge) {
+      last = &up->seg[up->n - 1];
+      pre = last->n + 1;
+    } else if (len == 0) {
+      p->bad = 1;
+    }
+    if (pre || memchr(seg, '\\', len)) {
+      char *d = arena_alloc(c->a, pre + len + 1);
       size_t m = 0;
       if (!d) return DV_ENOMEM;
+      if (pre) {
+        memcpy(d, last->s, last->n);
+        d[last->n] = '.';
+        m = pre;
+      }
       for (size_t j = 0; j < len; j++)
-        if (s[j] != '\\') d[m++] = s[j];
-      s = d;
+        if (seg[j] != '\\') d[m++] = seg[j];
+      seg = d;
       len = m;
     }
-    seg[k].s = s;
-    seg[k].n = len;
-    k++;
+    p->seg[p->n].s = seg;
+    p->seg[p->n].n = len;
+    p->n++;
     start = i + 1;
   }
-  f->seg = seg;
-  f->n = k;
+  *out = p;
   return 0;
 }
 
-/* A field node over a condition, for a path (possibly ""). */
-static int field_at(mctx *c, mnode *cond, const char *path, size_t plen, mnode **out) {
+/* The path as CouchDB spells it: the keys joined with dots. */
+static void path_text(dv_buf *b, const mpath *p) {
+  if (p->up) {
+    path_text(b, p->up);
+    buf_putc(b, '.');
+  }
+  buf_append(b, p->key, p->klen);
+}
+
+/* A field node over a condition, for a path. */
+static int field_at(mctx *c, mnode *cond, const mpath *path, mnode **out) {
+  if (path && path->bad) {
+    dv_buf b = DV_BUF_INIT;
+    buf_puts(&b, "Invalid field name: ");
+    path_text(&b, path);
+    return fail_buf(c, "invalid_field_name", &b);
+  }
   int rc = wrap(c, MO_FIELD, cond, out);
   if (rc) return rc;
-  (*out)->str = path;
-  (*out)->slen = plen;
-  (*out)->b = key_is(path, plen, "_id");
-  if (plen) return parse_path(c, *out);
+  (*out)->path = path;
+  (*out)->b = path && !path->up && key_is(path->key, path->klen, "_id");
   return 0;
 }
 
-static int norm_fields(mctx *c, mnode *n, const char *path, size_t plen, mnode **out) {
+static int norm_fields(mctx *c, mnode *n, const mpath *path, mnode **out) {
   int rc;
   switch (n->op) {
   case MO_AND:
@@ -1079,7 +1126,7 @@ static int norm_fields(mctx *c, mnode *n, const char *path, size_t plen, mnode *
   case MO_NOR:
   case MO_NOT:
     for (size_t i = 0; i < n->n; i++) {
-      rc = norm_fields(c, n->kid[i], path, plen, &n->kid[i]);
+      rc = norm_fields(c, n->kid[i], path, &n->kid[i]);
       if (rc) return rc;
     }
     *out = n;
@@ -1088,13 +1135,13 @@ static int norm_fields(mctx *c, mnode *n, const char *path, size_t plen, mnode *
   case MO_ALLM:
   case MO_KEYMAP:
     /* Their argument is a selector of its own, relative to the element. */
-    rc = norm_fields(c, n->kid[0], "", 0, &n->kid[0]);
+    rc = norm_fields(c, n->kid[0], NULL, &n->kid[0]);
     if (rc) return rc;
-    return field_at(c, n, path, plen, out);
+    return field_at(c, n, path, out);
   case MO_DEFAULT: {
     int ok = n->b || (n->arg->type == JSON_OBJECT && n->arg->len == 1 &&
                       key_is(n->arg->u.members[0].key, n->arg->u.members[0].klen, "$text"));
-    if (ok && plen == 0) {
+    if (ok && !path) {
       *out = n;
       return 0;
     }
@@ -1104,18 +1151,18 @@ static int norm_fields(mctx *c, mnode *n, const char *path, size_t plen, mnode *
     return fail_buf(c, "bad_field", &b);
   }
   case MO_FIELD: {
-    /* Append this name to the path ("" + name is just name). */
-    if (plen == 0) return norm_fields(c, n->kid[0], n->str, n->slen, out);
-    char *p = arena_alloc(c->a, plen + 1 + n->slen);
-    if (!p) return DV_ENOMEM;
-    memcpy(p, path, plen);
-    p[plen] = '.';
-    memcpy(p + plen + 1, n->str, n->slen);
-    return norm_fields(c, n->kid[0], p, plen + 1 + n->slen, out);
+    /* Append this name to the path ("" + name is just name, so an empty
+     * name at the top adds nothing). */
+    const mpath *p = NULL;
+    if (path || n->slen) {
+      rc = path_push(c, path, n->str, n->slen, &p);
+      if (rc) return rc;
+    }
+    return norm_fields(c, n->kid[0], p, out);
   }
   default:
     /* A terminal condition: it gets the path. */
-    return field_at(c, n, path, plen, out);
+    return field_at(c, n, path, out);
   }
 }
 
@@ -1242,11 +1289,11 @@ int mango_parse_err(dv_arena *a, const json_val *sel, mango_sel **out, mango_err
   if (sel->len) {
     rc = norm_ops(&c, sel, &root);
     if (rc) goto fail;
-    rc = norm_fields(&c, root, "", 0, &root);
+    rc = norm_fields(&c, root, NULL, &root);
     if (rc) goto fail;
     rc = norm_negations(&c, root, &root);
     if (rc) goto fail;
-    if (root->op == MO_FIELD && root->slen == 0) {
+    if (root->op == MO_FIELD && !root->path) {
       rc = fail(&c, "invalid_selector", "One or more conditions is missing a field name.", NULL, 0);
       goto fail;
     }
@@ -1297,22 +1344,30 @@ static long long step_index(const mseg *s, size_t len) {
   return v < len ? (long long)v : -1;
 }
 
-/* mango_doc:get_field. */
-static int get_field(const json_val *v, const mseg *seg, size_t n, const json_val **out) {
-  for (size_t i = 0; i < n; i++) {
-    if (v->type == JSON_OBJECT) {
-      v = json_obj_get(v, seg[i].s, seg[i].n);
-      if (!v) return GF_NOT_FOUND;
-    } else if (v->type == JSON_ARRAY) {
-      long long k = step_index(&seg[i], v->len);
-      if (k < 0) return GF_BAD_PATH;
-      v = v->u.items[k];
-    } else {
-      return GF_BAD_PATH;
-    }
+/* One step of mango_doc:get_field. */
+static int step(const json_val **v, const mseg *seg) {
+  const json_val *x = *v;
+  if (x->type == JSON_OBJECT) {
+    x = json_obj_get(x, seg->s, seg->n);
+    if (!x) return GF_NOT_FOUND;
+  } else if (x->type == JSON_ARRAY) {
+    long long k = step_index(seg, x->len);
+    if (k < 0) return GF_BAD_PATH;
+    x = x->u.items[k];
+  } else {
+    return GF_BAD_PATH;
   }
-  *out = v;
+  *v = x;
   return GF_FOUND;
+}
+
+/* mango_doc:get_field along a path; drop leaves out the path's last step
+ * (it is continued by a merged key below). */
+static int get_field(const json_val **v, const mpath *p, int drop) {
+  if (!p) return GF_FOUND;
+  int r = get_field(v, p->up, p->merge);
+  for (size_t i = 0; !r && i + (size_t)drop < p->n; i++) r = step(v, &p->seg[i]);
+  return r;
 }
 
 static const char *type_name(const json_val *v) {
@@ -1336,9 +1391,8 @@ static int match(const mnode *n, const json_val *v, int raw) {
       if (match(n->kid[i], v, raw)) return 0;
     return 1;
   case MO_FIELD: {
-    if (n->slen == 0) return match(n->kid[0], v, raw);
-    const json_val *sub;
-    int r = get_field(v, n->seg, n->n, &sub);
+    const json_val *sub = v;
+    int r = get_field(&sub, n->path, 0);
     if (r == GF_NOT_FOUND) return n->kid[0]->op == MO_EXISTS && !n->kid[0]->b;
     if (r == GF_BAD_PATH) return 0;
     return match(n->kid[0], sub, raw || n->b);

@@ -77,6 +77,14 @@ static const struct mcase cases[] = {
     {"{'a':{'b.c':1}}", "{'a':{'b':{'c':1}}}", 1},
     {"{'a.b':{'c':{'$gt':0}}}", "{'a':{'b':{'c':1}}}", 1},
     {"{'':{'b':1}}", "{'b':1}", 1}, /* "" + "b" is "b" in CouchDB's path join */
+    /* a key ending with a backslash escapes the dot that joins it to the next */
+    {"{'a\\\\':{'b':1}}", "{'a.b':1}", 1},
+    {"{'a\\\\':{'b':1}}", "{'a':{'b':1}}", 0},
+    {"{'x':{'a\\\\':{'b.c':1}}}", "{'x':{'a.b':{'c':1}}}", 1},
+    {"{'a\\\\':{'':1}}", "{'a.':1}", 1},
+    {"{'a\\\\':1}", "{'a':1}", 1},
+    {"{'a\\\\':{'b\\\\':{'c':1}}}", "{'a.b.c':1}", 1},
+    {"{'a..b':{'$and':[]}}", NULL, 1}, /* a bad path no condition uses is no error */
 
     /* comparisons and collation across types */
     {"{'year':{'$gt':2010}}", NULL, 1},
@@ -490,9 +498,12 @@ TEST(mango_alloc_fail) {
 }
 
 /* A regex selector matched from several threads at once, with more
- * patterns than the per-thread cache holds. */
+ * patterns than the per-thread cache holds (16) and more matches per
+ * pattern than it allows before recompiling (1000). */
+#define RX_N 17
+#define RX_THREADS 3
 struct rx_job {
-  const mango_sel *sel[20]; /* selectors on field s */
+  const mango_sel *sel[RX_N]; /* selectors on field s */
   const json_val *doc[2];   /* "abc123" and "zzz" */
   int bad;                  /* wrong answers seen */
 };
@@ -500,7 +511,7 @@ struct rx_job {
 static void *rx_worker(void *p) {
   struct rx_job *j = p;
   for (int r = 0; r < 510; r++) /* past RX_REUSE: patterns get recompiled */
-    for (int k = 0; k < 20; k++) {
+    for (int k = 0; k < RX_N; k++) {
       if (mango_match(j->sel[k], j->doc[0]) != 1) j->bad++;
       if (mango_match(j->sel[k], j->doc[1]) != 0) j->bad++;
     }
@@ -511,9 +522,9 @@ TEST(mango_regex_threads) {
   dv_arena a = DV_ARENA_INIT;
   struct rx_job job;
   memset(&job, 0, sizeof job);
-  for (int k = 0; k < 20; k++) {
+  for (int k = 0; k < RX_N; k++) {
     char text[96];
-    /* twenty different patterns, all matching "abc123" and not "zzz" */
+    /* different patterns, all matching "abc123" and not "zzz" */
     snprintf(text, sizeof text, "{'s':{'$regex':'(?:abc|q{%d})\\\\d'}}", k + 1);
     mango_sel *s;
     ASSERT_OK(mango_parse(&a, J(&a, text), &s, NULL));
@@ -521,18 +532,73 @@ TEST(mango_regex_threads) {
   }
   job.doc[0] = J(&a, "{'s':'abc123'}");
   job.doc[1] = J(&a, "{'s':'zzz'}");
-  pthread_t t[4];
-  struct rx_job jobs[4];
-  for (int i = 0; i < 4; i++) {
+  pthread_t t[RX_THREADS];
+  struct rx_job jobs[RX_THREADS];
+  for (int i = 0; i < RX_THREADS; i++) {
     jobs[i] = job;
     ASSERT_OK(pthread_create(&t[i], NULL, rx_worker, &jobs[i]));
   }
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < RX_THREADS; i++) {
     pthread_join(t[i], NULL);
     ASSERT_EQ(jobs[i].bad, 0);
   }
   rx_worker(&job);
   ASSERT_EQ(job.bad, 0);
+  arena_free(&a);
+}
+
+/* Deep selectors and documents (JSON's 1000 levels), and a selector whose
+ * many conditions share a long deep prefix: memory stays linear in the
+ * selector's size. */
+TEST(mango_deep) {
+  dv_arena a = DV_ARENA_INIT;
+  dv_buf sel = DV_BUF_INIT, dotted = DV_BUF_INIT, doc = DV_BUF_INIT, nots = DV_BUF_INIT;
+  int depth = 900;
+  for (int i = 0; i < depth; i++) buf_puts(&sel, "{'a':");
+  buf_puts(&sel, "{'$gt':0}");
+  for (int i = 0; i < depth; i++) buf_puts(&sel, "}");
+  buf_puts(&dotted, "{'a");
+  for (int i = 1; i < depth; i++) buf_puts(&dotted, ".a");
+  buf_puts(&dotted, "':1}");
+  for (int i = 0; i < depth; i++) buf_puts(&doc, "{'a':");
+  buf_puts(&doc, "1");
+  for (int i = 0; i < depth; i++) buf_puts(&doc, "}");
+  for (int i = 0; i < depth; i++) buf_puts(&nots, "{'$not':");
+  buf_puts(&nots, "{'a':{'$exists':true}}");
+  for (int i = 0; i < depth; i++) buf_puts(&nots, "}");
+  ASSERT(!buf_error(&sel) && !buf_error(&dotted) && !buf_error(&doc) && !buf_error(&nots));
+  json_val *d = J(&a, (const char *)doc.p);
+  mango_sel *s;
+  ASSERT_OK(mango_parse(&a, J(&a, (const char *)sel.p), &s, NULL));
+  ASSERT_EQ(mango_match(s, d), 1);
+  ASSERT_OK(mango_parse(&a, J(&a, (const char *)dotted.p), &s, NULL));
+  ASSERT_EQ(mango_match(s, d), 1);
+  ASSERT_OK(mango_parse(&a, J(&a, (const char *)nots.p), &s, NULL)); /* an even number of $not */
+  ASSERT_EQ(mango_match(s, d), 1);
+  ASSERT_EQ(mango_match(s, J(&a, "{'b':1}")), 0);
+
+  /* 400 levels of 100-byte keys over 3000 conditions: CouchDB's joined
+   * path strings would cost 3000 x 40 KB here. */
+  dv_buf big = DV_BUF_INIT;
+  for (int i = 0; i < 400; i++) buf_printf(&big, "{'%0100d':", i);
+  buf_putc(&big, '{');
+  for (int i = 0; i < 3000; i++) buf_printf(&big, "%s'k%d':{'$exists':false}", i ? "," : "", i);
+  buf_putc(&big, '}');
+  for (int i = 0; i < 400; i++) buf_putc(&big, '}');
+  ASSERT(!buf_error(&big));
+  dv_arena b = DV_ARENA_INIT;
+  json_val *bv = J(&b, (const char *)big.p);
+  size_t before = b.used;
+  ASSERT_OK(mango_parse(&b, bv, &s, NULL));
+  printf("selector of %zu bytes: %zu bytes parsed\n", big.len, b.used - before);
+  ASSERT(b.used - before < 20 * big.len);
+  ASSERT_EQ(mango_match(s, d), 1);
+  arena_free(&b);
+  buf_free(&big);
+  buf_free(&sel);
+  buf_free(&dotted);
+  buf_free(&doc);
+  buf_free(&nots);
   arena_free(&a);
 }
 

@@ -5,4 +5,5 @@
   X(mango_collation, 10) \
   X(mango_alloc_fail, 10) \
   X(mango_regex_threads, 60) \
+  X(mango_deep, 30) \
   X(mango_fuzz_smoke, 120)
