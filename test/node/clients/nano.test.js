@@ -34,9 +34,10 @@ async function rejects(p, status, error, reason) {
 }
 
 // Wait until cond() holds, up to ms.
-async function until(what, cond, ms = 10000) {
+async function until(what, cond, ms = 10000, feed = null) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
+    if (feed && feed.error) throw feed.error;
     if (cond()) return;
     await sleep(20);
   }
@@ -206,7 +207,7 @@ test('changesReader.spool reads the whole feed in one request', async () => {
 // heartbeat newlines skipped, until the server ends it with last_seq.
 function follow(db, qs) {
   const s = db.changesAsStream(qs);
-  const out = { changes: [], lastSeq: null, heartbeats: 0, ended: null, stream: s };
+  const out = { changes: [], lastSeq: null, heartbeats: 0, ended: null, error: null, stream: s };
   let buf = '';
   out.ended = new Promise((res, rej) => {
     s.on('data', (chunk) => {
@@ -222,8 +223,9 @@ function follow(db, qs) {
       }
     });
     s.on('end', () => res(out));
-    s.on('error', rej);
+    s.on('error', (e) => { out.error = e; rej(e); });
   });
+  out.ended.catch(() => {}); // seen through out.error while waiting
   return out;
 }
 
@@ -233,7 +235,7 @@ test('a continuous feed (changesAsStream) receives writes made after it started'
   await sleep(300);
   for (let i = 0; i < 20; i++) await db.insert({ i, live: true }, 'cont-' + i);
   await db.bulk({ docs: [{ _id: 'cont-bulk-a' }, { _id: 'cont-bulk-b' }] });
-  await until('22 continuous changes', () => f.changes.length >= 22);
+  await until('22 continuous changes', () => f.changes.length >= 22, 10000, f);
   // With no heartbeat the feed ends `timeout` ms after the last change.
   const done = await Promise.race([f.ended, sleep(8000).then(() => null)]);
   ok(done, 'the continuous feed ended after its timeout');
@@ -246,11 +248,11 @@ test('a continuous feed from 0 with heartbeats replays history, then follows', a
   const db = nano.use(DB);
   const f = follow(db, { feed: 'continuous', since: 0, heartbeat: 200 });
   try {
-    await until('the history', () => f.changes.length >= 502 + 150 + 22);
+    await until('the history', () => f.changes.length >= 502 + 150 + 22, 10000, f);
     await db.insert({ late: true }, 'cont-late');
-    await until('the late write', () => f.changes.some((c) => c.id === 'cont-late'));
+    await until('the late write', () => f.changes.some((c) => c.id === 'cont-late'), 10000, f);
     const n = f.heartbeats;
-    await until('heartbeats while idle', () => f.heartbeats >= n + 2, 3000);
+    await until('heartbeats while idle', () => f.heartbeats >= n + 2, 3000, f);
     eq(f.lastSeq, null, 'still open');
   } finally {
     f.stream.destroy();
