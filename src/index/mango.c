@@ -37,6 +37,13 @@
  * printed the way Erlang's ~w prints the decoded JSON (a string "ab" is
  * <<97,98>>, an object {"a":1} is {[{<<97>>,1}]}), so reasons read exactly
  * as CouchDB's do.
+ *
+ * Deliberate differences, each where CouchDB would crash or cannot be
+ * copied: {"$mod": [0, r]} is a bad argument (CouchDB accepts it and then
+ * fails every match with badarith); an empty step in a field path used by
+ * a condition ("a..b") is a 400 invalid_field_name when parsing (CouchDB
+ * throws while matching); $regex is POSIX ERE, not PCRE (see mango.h and
+ * rx_translate below).
  */
 #define _GNU_SOURCE
 #include "index/mango.h"
