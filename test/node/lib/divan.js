@@ -4,7 +4,7 @@
 //   const { startDivan } = require('../lib/divan');
 //   const srv = await startDivan();          // { url, port, pid, dataDir, proc }
 //   ... fetch(srv.url + '/db') ...
-//   await srv.stop();                        // SIGTERM, then SIGKILL after 5 s
+//   await srv.stop();                        // SIGTERM, then SIGKILL after 5 s; throws unless it exited 0
 //   await srv.kill9();                       // SIGKILL (crash tests)
 //   const again = await startDivan({ dataDir: srv.dataDir }); // restart on the same data
 //
@@ -45,7 +45,12 @@ function startDivan(opts = {}) {
       resolve({
         url: m[1], port: Number(m[2]), pid: proc.pid, dataDir, proc,
         log: () => log,
-        stop: () => halt('SIGTERM'),
+        // A clean stop exits 0; anything else (a sanitizer report at exit,
+        // a crash) fails the caller with the server's stderr.
+        stop: () => halt('SIGTERM').then((code) => {
+          if (code !== 0) throw new Error(`divan exited with ${code} on SIGTERM:\n${log.slice(-4000)}`);
+          return code;
+        }),
         kill9: () => halt('SIGKILL'),
       });
     });
