@@ -7,15 +7,23 @@
 //   DIVAN_BIN=build/clients/divan node test/node/clients/nano.test.js
 //   DIVAN_URL=http://127.0.0.1:5984 node ...   (an already running server)
 'use strict';
+const fs = require('fs');
+const path = require('path');
 const Nano = require('nano');
 const { test, run, eq, ok, assert } = require('../lib/t');
 const { startDivan } = require('../lib/divan');
 
-const watchdog = setTimeout(() => {
-  console.log('FAIL nano.test.js: still running after 60 s');
+// Never leave the server behind: a crash or a hang ends it and the file
+// (the whole file must end well inside the runner's budget).
+function bail(why) {
+  console.log('FAIL ' + path.basename(__filename) + ': ' + why);
+  if (srv) srv.proc.kill('SIGKILL');
   process.exit(1);
-}, 60000);
+}
+const watchdog = setTimeout(() => bail('still running after 60 s'), 60000);
 watchdog.unref();
+process.on('uncaughtException', (e) => bail(String(e && e.stack || e)));
+process.on('unhandledRejection', (e) => bail(String(e && e.stack || e)));
 
 let srv = null;  // the divan under test (null with DIVAN_URL)
 let nano = null; // the nano client
@@ -274,7 +282,7 @@ test('nano.db.destroy drops the database', async () => {
   try {
     await run();
   } finally {
-    if (srv) await srv.stop();
+    if (srv) { await srv.stop(); fs.rmSync(srv.dataDir, { recursive: true, force: true }); }
   }
   process.exit(process.exitCode || 0);
 })();

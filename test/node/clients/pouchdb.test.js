@@ -14,6 +14,8 @@
 //   DIVAN_BIN=build/clients/divan node test/node/clients/pouchdb.test.js
 //   DIVAN_URL=http://127.0.0.1:5984 node ...   (an already running server)
 'use strict';
+const fs = require('fs');
+const path = require('path');
 const crypto = require('crypto');
 const PouchDB = require('pouchdb').plugin(require('pouchdb-adapter-memory'));
 const { test, run, req, eq, ok, assert } = require('../lib/t');
@@ -23,12 +25,17 @@ const N_BRANCHED = 1000; // documents written as explicit revision branches
 const N_PLAIN = 200;     // documents written with server-made revisions
 const WAIT_MS = 20000;   // how long a live change may take to arrive
 
-// The whole file must end well inside the runner's budget.
-const watchdog = setTimeout(() => {
-  console.log('FAIL pouchdb.test.js: still running after 85 s');
+// Never leave the server behind: a crash or a hang ends it and the file
+// (the whole file must end well inside the runner's budget).
+function bail(why) {
+  console.log('FAIL ' + path.basename(__filename) + ': ' + why);
+  if (srv) srv.proc.kill('SIGKILL');
   process.exit(1);
-}, 85000);
+}
+const watchdog = setTimeout(() => bail('still running after 85 s'), 85000);
 watchdog.unref();
+process.on('uncaughtException', (e) => bail(String(e && e.stack || e)));
+process.on('unhandledRejection', (e) => bail(String(e && e.stack || e)));
 
 let srv = null;  // the divan under test (null with DIVAN_URL)
 let base = '';   // its URL, no trailing slash
@@ -331,7 +338,7 @@ test('divan is still healthy after the live feed was cancelled', async () => {
     await run();
   } finally {
     if (local) await local.destroy().catch(() => {});
-    if (srv) await srv.stop();
+    if (srv) { await srv.stop(); fs.rmSync(srv.dataDir, { recursive: true, force: true }); }
   }
   if (process.env.T_VERBOSE) console.log(`pouchdb.test.js: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   process.exit(process.exitCode || 0);
