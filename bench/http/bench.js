@@ -76,7 +76,7 @@ async function startDivan() {
   if (!fs.existsSync(bin)) throw new Error(bin + ' not found (make, or set DIVAN_BIN)');
   const dir = path.join(TMP, 'divan');
   fs.mkdirSync(dir);
-  const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0', ...(process.env.DIVAN_ARGS ? process.env.DIVAN_ARGS.split(' ') : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '', err = '';
   proc.stderr.on('data', (d) => { err += d; if (err.length > 65536) err = err.slice(-32768); });
   const url = await new Promise((res, rej) => {

@@ -14,7 +14,7 @@
 #include "util/err.h"
 
 #define HTTP_DEFAULT_MAX_BODY (64u << 20)  /* max_http_request_size, bytes */
-#define HTTP_DEFAULT_THREADS 32            /* pool threads */
+#define HTTP_DEFAULT_THREADS 128           /* pool threads: a write holds one while it commits */
 #define HTTP_DEFAULT_TIMEOUT 300           /* idle connection timeout, seconds */
 #define HTTP_HEADER_LIMIT (64u << 10)      /* request line + headers, bytes */
 
