@@ -14,6 +14,7 @@
  *   (R,0,"db_updates_by_name",DbName)           (VS,)  the index key's stamp, versionstamped value
  *   (R,0,"db_updates_lease",Part)               (OwnerId:bytes16, ExpiresMs)
  *   (R,0,"db_updates_tick")                     8-byte LE counter bumped by the consumer (watched)
+ *   (R,0,"server_uuid")                         16 random bytes, made once (watch.c; GET / uuid)
  *   (R,0,"txids",Bucket,TxId:bytes16)           ""  Bucket = unix minutes
  *
  *   per database, P = (R, 1, DbPrefix)
