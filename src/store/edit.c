@@ -228,23 +228,6 @@ struct deltas {
   int64_t dc, ddc, sa, se; /* doc_count, doc_del_count, size_active, size_external */
 };
 
-static int clear_leaf(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br) {
-  dv_buf k, e;
-  buf_init(&k);
-  buf_init(&e);
-  st_branch_key(x, &k, id, id_len, br->deleted, &br->rev);
-  int rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
-  if (!rc) {
-    st_doc_key(x, &k, id, id_len, br);
-    buf_append(&e, k.p, k.len);
-    buf_putc(&e, 0xff);
-    rc = buf_error(&k) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, k.p, k.len, e.p, e.len);
-  }
-  buf_free(&k);
-  buf_free(&e);
-  return rc;
-}
-
 static int write_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br,
                       const ed *d) {
   if (br->deleted && d->empty) return 0; /* a plain deletion stores no body */
@@ -268,40 +251,6 @@ static int write_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_le
     p += vl;
   }
   buf_free(&k);
-  return rc;
-}
-
-/* Clear the old changes row (if any), write the winner's new one. */
-static int write_change(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *old_w,
-                        const st_branch *new_w, int64_t bc, uint16_t uv) {
-  dv_buf k, v;
-  buf_init(&k);
-  buf_init(&v);
-  tup_w w;
-  int rc = 0;
-  if (old_w) {
-    st_key_db(x, &k, &w, ST_SUB_CHG);
-    st_seq_put(&w, &old_w->seq);
-    rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
-  }
-  if (!rc) {
-    st_key_db(x, &k, &w, ST_SUB_CHG);
-    tup_int(&w, x->inc);
-    tup_vs_incomplete(&w, uv);
-    rc = tup_w_finish_vs(&w);
-  }
-  if (!rc) {
-    tup_w_init(&w, &v);
-    tup_int(&w, 0);
-    tup_str(&w, id, id_len);
-    tup_int(&w, new_w->rev.pos);
-    st_put_hash(&w, &new_w->rev);
-    tup_int(&w, bc);
-    tup_bool(&w, !new_w->deleted);
-    rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_key(txn, k.p, k.len, v.p, v.len);
-  }
-  buf_free(&k);
-  buf_free(&v);
   return rc;
 }
 
@@ -433,12 +382,12 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, st
   else if (b_is_w) NW = !L.deleted ? &L : (haveP2 && st_branch_cmp(&P2, &L) > 0 ? &P2 : &L);
   else NW = st_branch_cmp(&L, &W) > 0 ? &L : &W;
   /* writes */
-  if (haveB && (rc = clear_leaf(txn, x, e->id, e->id_len, &B))) return rc;
+  if (haveB && (rc = st_branch_clear(txn, x, e->id, e->id_len, &B))) return rc;
   if ((rc = st_branch_put(txn, x, e->id, e->id_len, &L, NW == &L, uv, bc))) return rc;
   if (haveW && !b_is_w && (rc = st_branch_put(txn, x, e->id, e->id_len, &W, NW == &W, uv, bc))) return rc;
   if (NW == &P2 && (rc = st_branch_put(txn, x, e->id, e->id_len, &P2, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
-  if ((rc = write_change(txn, x, e->id, e->id_len, haveW ? &W : NULL, NW, bc, uv))) return rc;
+  if ((rc = st_change_move(txn, x, e->id, e->id_len, haveW ? &W.seq : NULL, NW, bc, uv))) return rc;
   count(dl, haveW ? &W : NULL, NW, haveB ? B.kv_size : 0, L.kv_size);
   e->rc = 0;
   e->rev = L.rev;
@@ -536,14 +485,14 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, str
     if (st_branch_cmp(&brs[i], NW) > 0) NW = &brs[i];
   }
   if (nb && !W) return DV_ECORRUPT;
-  if (ext >= 0 && (rc = clear_leaf(txn, x, e->id, e->id_len, &brs[ext]))) return rc;
+  if (ext >= 0 && (rc = st_branch_clear(txn, x, e->id, e->id_len, &brs[ext]))) return rc;
   if ((rc = st_branch_put(txn, x, e->id, e->id_len, &L, NW == &L, uv, bc))) return rc;
   if (W && !(ext >= 0 && W == &brs[ext])) {
     if ((rc = st_branch_put(txn, x, e->id, e->id_len, W, NW == W, uv, bc))) return rc;
   }
   if (NW != &L && NW != W && (rc = st_branch_put(txn, x, e->id, e->id_len, NW, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
-  if ((rc = write_change(txn, x, e->id, e->id_len, W, NW, bc, uv))) return rc;
+  if ((rc = st_change_move(txn, x, e->id, e->id_len, W ? &W->seq : NULL, NW, bc, uv))) return rc;
   count(dl, W, NW, ext >= 0 ? brs[ext].kv_size : 0, L.kv_size);
   e->rc = 0;
   *wrote = 1;
@@ -584,18 +533,7 @@ static int up_fn(kv_txn *txn, void *arg) {
   if ((rc = st_counter_add(txn, &x, "doc_del_count", dl.ddc))) return rc;
   if ((rc = st_counter_add(txn, &x, "size_active", dl.sa))) return rc;
   if ((rc = st_counter_add(txn, &x, "size_external", dl.se))) return rc;
-  dv_buf k, v;
-  buf_init(&k);
-  buf_init(&v);
-  tup_w w;
-  st_key_meta(&x, &k, "update_seq");
-  tup_w_init(&w, &v);
-  tup_int(&w, x.inc);
-  tup_vs_incomplete(&w, (uint16_t)(uv - 1));
-  rc = tup_w_finish_vs(&w);
-  if (!rc) rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_value(txn, k.p, k.len, v.p, v.len);
-  buf_free(&k);
-  buf_free(&v);
+  rc = st_update_seq_put(txn, &x, (uint16_t)(uv - 1));
   if (!rc) rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix);
   if (!rc) rc = st_txid_write(x.s, txn, u->op);
   return rc;

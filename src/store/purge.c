@@ -142,76 +142,6 @@ static int write_info(kv_txn *txn, const st_dbx *x, int64_t seq, const char *id,
 
 /* ---- one document's purge ----------------------------------------------------------- */
 
-/* Clear a leaf's branch KV and its body range. */
-static int clear_leaf(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br) {
-  dv_buf k, e;
-  buf_init(&k);
-  buf_init(&e);
-  st_branch_key(x, &k, id, id_len, br->deleted, &br->rev);
-  int rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
-  if (!rc) {
-    st_doc_key(x, &k, id, id_len, br);
-    buf_append(&e, k.p, k.len);
-    buf_putc(&e, 0xff);
-    rc = buf_error(&k) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, k.p, k.len, e.p, e.len);
-  }
-  buf_free(&k);
-  buf_free(&e);
-  return rc;
-}
-
-/* Clear the changes row at old (if any); write nw's new one (a
- * versionstamped key, user version 0). */
-static int move_change(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const store_seq *old,
-                       const st_branch *nw, int64_t bc) {
-  dv_buf k, v;
-  buf_init(&k);
-  buf_init(&v);
-  tup_w w;
-  int rc = 0;
-  if (old) {
-    st_key_db(x, &k, &w, ST_SUB_CHG);
-    st_seq_put(&w, old);
-    rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
-  }
-  if (!rc && nw) {
-    st_key_db(x, &k, &w, ST_SUB_CHG);
-    tup_int(&w, x->inc);
-    tup_vs_incomplete(&w, 0);
-    rc = tup_w_finish_vs(&w);
-    if (!rc) {
-      tup_w_init(&w, &v);
-      tup_int(&w, 0);
-      tup_str(&w, id, id_len);
-      tup_int(&w, nw->rev.pos);
-      st_put_hash(&w, &nw->rev);
-      tup_int(&w, bc);
-      tup_bool(&w, !nw->deleted);
-      rc = tup_w_finish(&w);
-    }
-    if (!rc) rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_key(txn, k.p, k.len, v.p, v.len);
-  }
-  buf_free(&k);
-  buf_free(&v);
-  return rc;
-}
-
-/* (P,"m","update_seq") = this commit's stamp, user version 0. */
-static int bump_update_seq(kv_txn *txn, const st_dbx *x) {
-  dv_buf k, v;
-  buf_init(&k);
-  buf_init(&v);
-  tup_w w;
-  st_key_meta(x, &k, "update_seq");
-  tup_w_init(&w, &v);
-  tup_int(&w, x->inc);
-  tup_vs_incomplete(&w, 0);
-  int rc = tup_w_finish_vs(&w);
-  if (!rc) rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_value(txn, k.p, k.len, v.p, v.len);
-  buf_free(&k);
-  buf_free(&v);
-  return rc;
-}
 
 struct pg_arg {
   store_db *db;           /* the database */
@@ -264,7 +194,7 @@ static int pg_fn(kv_txn *txn, void *arg) {
         nw = &brs[k]; /* key order: the last one left wins */
         continue;
       }
-      if ((rc = clear_leaf(txn, &x, g->id, g->id_len, &brs[k]))) return rc;
+      if ((rc = st_branch_clear(txn, &x, g->id, g->id_len, &brs[k]))) return rc;
       sa -= brs[k].kv_size;
     }
     dc -= !w->deleted;
@@ -277,7 +207,7 @@ static int pg_fn(kv_txn *txn, void *arg) {
       ddc += nw->deleted;
       se += nw->deleted ? 0 : nw->json_size;
     }
-    if ((rc = move_change(txn, &x, g->id, g->id_len, &w->seq, nw, bc))) return rc;
+    if ((rc = st_change_move(txn, &x, g->id, g->id_len, &w->seq, nw, bc, 0))) return rc;
     if ((rc = st_counter_add(txn, &x, "doc_count", dc))) return rc;
     if ((rc = st_counter_add(txn, &x, "doc_del_count", ddc))) return rc;
     if ((rc = st_counter_add(txn, &x, "size_active", sa))) return rc;
@@ -287,7 +217,7 @@ static int pg_fn(kv_txn *txn, void *arg) {
   if ((rc = meta_int_set(txn, &x, "purge_seq", pseq))) return rc;
   if ((rc = write_info(txn, &x, pseq, g->id, g->id_len, g->revs, g->n))) return rc;
   if (limit > 0 && pseq - limit >= 1 && (rc = trim_infos(txn, &x, pseq - limit, pseq - limit + 1))) return rc;
-  if ((rc = bump_update_seq(txn, &x))) return rc;
+  if ((rc = st_update_seq_put(txn, &x, 0))) return rc;
   if ((rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix))) return rc;
   if ((rc = st_txid_write(x.s, txn, g->op))) return rc;
   g->purged = out;

@@ -181,3 +181,72 @@ int st_branch_get(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, i
   buf_free(&k);
   return rc;
 }
+
+int st_branch_clear(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br) {
+  dv_buf k, e;
+  buf_init(&k);
+  buf_init(&e);
+  st_branch_key(x, &k, id, id_len, br->deleted, &br->rev);
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
+  if (!rc) {
+    st_doc_key(x, &k, id, id_len, br);
+    buf_append(&e, k.p, k.len);
+    buf_putc(&e, 0xff);
+    rc = buf_error(&k) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, k.p, k.len, e.p, e.len);
+  }
+  buf_free(&k);
+  buf_free(&e);
+  return rc;
+}
+
+/* ---- the changes row and update_seq that go with a new winner --------------- */
+
+int st_change_move(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const store_seq *old,
+                   const st_branch *nw, int64_t bc, uint16_t uv) {
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  tup_w w;
+  int rc = 0;
+  if (old) {
+    st_key_db(x, &k, &w, ST_SUB_CHG);
+    st_seq_put(&w, old);
+    rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
+  }
+  if (!rc && nw) {
+    st_key_db(x, &k, &w, ST_SUB_CHG);
+    tup_int(&w, x->inc);
+    tup_vs_incomplete(&w, uv);
+    rc = tup_w_finish_vs(&w);
+    if (!rc) {
+      tup_w_init(&w, &v);
+      tup_int(&w, 0);
+      tup_str(&w, id, id_len);
+      tup_int(&w, nw->rev.pos);
+      st_put_hash(&w, &nw->rev);
+      tup_int(&w, bc);
+      tup_bool(&w, !nw->deleted);
+      rc = tup_w_finish(&w);
+    }
+    if (!rc) rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_key(txn, k.p, k.len, v.p, v.len);
+  }
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}
+
+int st_update_seq_put(kv_txn *txn, const st_dbx *x, uint16_t uv) {
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  tup_w w;
+  st_key_meta(x, &k, "update_seq");
+  tup_w_init(&w, &v);
+  tup_int(&w, x->inc);
+  tup_vs_incomplete(&w, uv);
+  int rc = tup_w_finish_vs(&w);
+  if (!rc) rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set_versionstamped_value(txn, k.p, k.len, v.p, v.len);
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}

@@ -184,6 +184,16 @@ int st_branch_get(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, i
  * and further if the value would pass KV_MAX_VALUE. */
 int st_branch_put(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br,
                   int winner, uint16_t uv, int64_t bc) DV_MUST_CHECK;
+/* Clear a branch KV and its leaf's body range (edits replacing a leaf,
+ * purge). */
+int st_branch_clear(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br) DV_MUST_CHECK;
+/* Move a document's changes row: clear the one at old (NULL: none) and,
+ * unless nw is NULL, write nw's at (x->inc, this commit, uv) as a
+ * versionstamped key carrying BranchCount bc. */
+int st_change_move(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const store_seq *old,
+                   const st_branch *nw, int64_t bc, uint16_t uv) DV_MUST_CHECK;
+/* (P,"m","update_seq") = (x->inc, this commit, uv): a versionstamped value. */
+int st_update_seq_put(kv_txn *txn, const st_dbx *x, uint16_t uv) DV_MUST_CHECK;
 
 /* ---- transactions ---------------------------------------------------------- */
 
