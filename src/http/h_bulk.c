@@ -869,15 +869,7 @@ static int pval_json(hreq *r, const pval *v, const json_val **out) {
     return 0;
   }
   json_val *j;
-  int rc = json_parse(&r->a, v->s, v->n, NULL, &j, NULL);
-  if (rc == DV_ENOMEM) {
-    hres_err(r, rc);
-    return -1;
-  }
-  if (rc) {
-    hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
-    return -1;
-  }
+  if (hreq_parse_json(r, v->s, v->n, &j)) return -1;
   *out = j;
   return 0;
 }
@@ -1261,20 +1253,11 @@ void hapi_all_docs(hreq *r, int which, int queries) {
     if (!qs) goto oom;
     adq_init(qs);
     if (get) {
-      size_t kn;
-      const char *kt = hq_get(r, "keys", &kn);
-      if (kt) { /* chttpd_db checks keys before the other parameters */
-        json_val *k;
-        int rc = json_parse(&r->a, kt, kn, NULL, &k, NULL);
-        if (rc == DV_ENOMEM) goto oom;
-        if (rc) {
-          hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
-          return;
-        }
-        if (k->type != JSON_ARRAY && k->type != JSON_NULL) {
-          hres_errs(r, 400, "bad_request", "`keys` parameter must be an array.");
-          return;
-        }
+      json_val *k = NULL; /* chttpd_db checks keys before the other parameters */
+      if (hq_json(r, "keys", &k)) return;
+      if (k && k->type != JSON_ARRAY && k->type != JSON_NULL) {
+        hres_errs(r, 400, "bad_request", "`keys` parameter must be an array.");
+        return;
       }
     } else {
       json_val *body;

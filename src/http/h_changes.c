@@ -579,13 +579,8 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
   if (!strcmp(fl, "_doc_ids")) {
     c->filter = F_DOC_IDS;
     if (r->method == HM_POST) return ch_set_ids(r, c, body ? json_obj_getz(body, "doc_ids") : NULL);
-    size_t n;
-    const char *v = hq_get(r, "doc_ids", &n);
     json_val *ids = NULL;
-    if (v && json_parse(&r->a, v, n, NULL, &ids, NULL)) {
-      hres_err(r, DV_EJSON);
-      return -1;
-    }
+    if (hq_json(r, "doc_ids", &ids)) return -1;
     return ch_set_ids(r, c, ids);
   }
   if (!strcmp(fl, "_selector")) {

@@ -468,15 +468,7 @@ typedef struct docq {
  * "Invalid rev format" (couch_doc:parse_revs). */
 static int rev_list(hreq *r, const char *v, size_t n, json_val **out) {
   json_val *j;
-  int rc = json_parse(&r->a, v, n, NULL, &j, NULL);
-  if (rc == DV_ENOMEM) {
-    hres_err(r, rc);
-    return -1;
-  }
-  if (rc) {
-    hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
-    return -1;
-  }
+  if (hreq_parse_json(r, v, n, &j)) return -1;
   if (j->type != JSON_ARRAY) {
     hres_errs(r, 400, "bad_request", "Invalid list of revisions");
     return -1;

@@ -77,18 +77,16 @@ int hreq_need_json(hreq *r) {
   return -1;
 }
 
+int hreq_parse_json(hreq *r, const char *p, size_t n, json_val **out) {
+  int rc = json_parse(&r->a, p ? p : "", n, NULL, out, NULL);
+  if (rc == DV_ENOMEM) hres_err(r, rc);
+  else if (rc) hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
+  return rc ? -1 : 0;
+}
+
 int hreq_json_body(hreq *r, int want_object, json_val **out) {
-  json_val *v = NULL;
-  json_err e;
-  int rc = r->body_len ? json_parse(&r->a, r->body, r->body_len, NULL, &v, &e) : DV_EJSON;
-  if (rc == DV_ENOMEM) {
-    hres_err(r, rc);
-    return -1;
-  }
-  if (rc) {
-    hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
-    return -1;
-  }
+  json_val *v;
+  if (hreq_parse_json(r, r->body, r->body_len, &v)) return -1;
   if (want_object && v->type != JSON_OBJECT) {
     hres_errs(r, 400, "bad_request", "Request body must be a JSON object");
     return -1;
@@ -143,10 +141,7 @@ int hq_json(hreq *r, const char *name, json_val **io) {
   const char *v = hq_get(r, name, &n);
   if (!v) return 0;
   json_val *j;
-  if (json_parse(&r->a, v, n, NULL, &j, NULL)) {
-    hres_errf(r, 400, "bad_request", "invalid UTF-8 JSON");
-    return -1;
-  }
+  if (hreq_parse_json(r, v, n, &j)) return -1;
   *io = j;
   return 0;
 }

@@ -114,6 +114,11 @@ int hreq_open_db(hreq *r);
  * allowed), else 415 bad_content_type written and nonzero returned. */
 int hreq_need_json(hreq *r);
 
+/* Parse n bytes of JSON into r->a: broken JSON is CouchDB's 400
+ * bad_request "invalid UTF-8 JSON" (500 when out of memory), written here,
+ * and nonzero returned. Bodies, JSON query values, keys. */
+int hreq_parse_json(hreq *r, const char *p, size_t n, json_val **out);
+
 /* Parse the body as JSON into r->a. An empty or broken body is a 400
  * bad_request ("invalid UTF-8 JSON") written here, and nonzero returned.
  * With want_object, anything but an object is 400 "Request body must be a
