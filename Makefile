@@ -60,13 +60,13 @@ $(BUILD)/libdivan.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/divan: $(BUILD)/src/main.o $(LIB_OBJ)
+$(BUILD)/divan: $(BUILD)/src/main.o $(BUILD)/libdivan.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/test_runner: $(TEST_OBJ) $(LIB_OBJ)
+$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libdivan.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_OBJ)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libdivan.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
 # libFuzzer targets: always clang, with ASan and UBSan, over the library

@@ -116,21 +116,3 @@ void route_request(hreq *r) {
   else if (is(r, 1, "_compact")) hres_errs(r, 404, "not_found", "missing");
   else doc_route(r, 1, ""); /* the doc handler refuses the id (illegal_docid) */
 }
-
-/* ---- handlers still being written ------------------------------------------------
- * Weak stand-ins so the server links while the handler files land; every
- * object is linked directly (not through an archive), so a real handler
- * always replaces its stand-in. */
-#define HAPI_PENDING(name) \
-  __attribute__((weak)) void name(hreq *r) { not_yet(r, #name); }
-HAPI_PENDING(hapi_doc)
-HAPI_PENDING(hapi_doc_post)
-HAPI_PENDING(hapi_bulk_docs)
-HAPI_PENDING(hapi_bulk_get)
-HAPI_PENDING(hapi_revs_diff)
-HAPI_PENDING(hapi_missing_revs)
-HAPI_PENDING(hapi_purge)
-HAPI_PENDING(hapi_purged_infos_limit)
-HAPI_PENDING(hapi_changes)
-HAPI_PENDING(hapi_db_updates)
-__attribute__((weak)) void hapi_all_docs(hreq *r, int which, int queries) { not_yet(r, "_all_docs"); }
