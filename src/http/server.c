@@ -315,12 +315,7 @@ static void *reaper_main(void *arg) {
       }
     }
   }
-  /* Stopping: every feed ends, suspended ones are resumed so MHD can close them. */
-  for (hfeed *f = s->feeds; f; f = f->next) {
-    f->gone = 1;
-    feed_resume_locked(f);
-  }
-  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_unlock(&s->mu); /* http_stop ends the feeds */
   return NULL;
 }
 
@@ -495,8 +490,8 @@ fail:
 
 void http_stop(http_server *s) {
   if (!s) return;
-  /* Stop accepting, end every feed (the reaper resumes the suspended ones
-   * so MHD can finish them), then stop the daemon. */
+  /* Stop accepting and the reaper, end every feed (resuming the suspended
+   * ones so MHD can finish them), then stop the daemon. */
   MHD_quiesce_daemon(s->d);
   pthread_mutex_lock(&s->mu);
   s->stopping = 1;
