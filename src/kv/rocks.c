@@ -45,8 +45,12 @@
  *
  * Known simplifications: versionstamped keys are applied after the rest of
  * their transaction's writes (a clear_range issued after one in the same
- * transaction does not remove it); conflict checks inside one batch are
- * linear in the number of ranges accepted so far.
+ * transaction does not remove it).
+ *
+ * Conflict checks cost O(log n) per read range and segment: the history
+ * keeps one sorted, merged segment per batch, and the commits accepted
+ * earlier in the running batch form a stack of O(log n) segments
+ * ("write-range segments" below).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -166,9 +170,14 @@ typedef struct rdb {
   hist *h_old, *h_new;             /* history, oldest first */
   int64_t h_floor;                 /* reads older than this are too old */
   ws overlay;                      /* the batch's combined writes */
-  dv_buf bw;                       /* this batch's write ranges (bytes) */
-  range *bw_r;                     /* … and ranges */
+  dv_buf bw;                       /* the accepting commit's write ranges (bytes) */
+  range *bw_r;                     /* … and ranges, unsorted */
   size_t bw_n, bw_cap;
+  hist *seg[64];                   /* write ranges of the commits accepted so
+                                      far in this batch: sorted, disjoint
+                                      segments, each at most half the size
+                                      of the one below it */
+  int nseg;
 
   whub *hub;                       /* watches */
 } rdb;
@@ -184,6 +193,9 @@ typedef struct rtxn {
   ws w;                            /* own writes */
   int has_writes;                  /* any mutation or write conflict */
   vskey *vs_head, *vs_tail;        /* versionstamped keys */
+  dv_buf vs_bytes;                 /* where they may land: [lo, hi) ranges … */
+  range *vsr;                      /* … disjoint (overlapping ones merged) */
+  size_t nvsr, capvsr;
   dv_buf cb_bytes;                 /* conflict range bytes */
   range *reads;                    /* read conflict ranges */
   size_t nreads, capreads;
@@ -330,16 +342,14 @@ static int r_get_read_version(kv_txn *kt, int64_t *out) {
 }
 
 /* Could a versionstamped key of this transaction land in [b, e)? The
- * possible keys are prefix + any 10 bytes + suffix. */
+ * possible keys of one are prefix + any 10 bytes + suffix, the range
+ * [prefix 00…, prefix ff… suffix \0); r_set_vs_key keeps their union as
+ * disjoint ranges (one, for a _bulk_docs' changes rows). */
 static int vs_unreadable(const rtxn *t, const uint8_t *b, size_t bl, const uint8_t *e, size_t el) {
-  uint8_t lo[KV_MAX_KEY], hi[KV_MAX_KEY + 1];
-  for (const vskey *v = t->vs_head; v; v = v->next) {
-    memcpy(lo, v->key, v->kl);
-    memset(lo + v->off, 0x00, KV_STAMP_LEN);
-    memcpy(hi, v->key, v->kl);
-    memset(hi + v->off, 0xff, KV_STAMP_LEN);
-    hi[v->kl] = 0; /* [lo, hi\0) covers every possible key */
-    if (intersects(b, bl, e, el, lo, v->kl, hi, v->kl + 1)) return 1;
+  const uint8_t *p = t->vs_bytes.p;
+  for (size_t i = 0; i < t->nvsr; i++) {
+    const range *r = &t->vsr[i];
+    if (intersects(b, bl, e, el, p + r->b, r->bl, p + r->e, r->el)) return 1;
   }
   return 0;
 }
@@ -682,6 +692,37 @@ static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* Add where x may land to the transaction's unreadable ranges, merging it
+ * with every range it overlaps or touches (the union stays exact). */
+static int vs_range_add(rtxn *t, const vskey *x) {
+  uint8_t lo[KV_MAX_KEY], hi[KV_MAX_KEY + 1];
+  memcpy(lo, x->key, x->kl);
+  memset(lo + x->off, 0x00, KV_STAMP_LEN);
+  memcpy(hi, x->key, x->kl);
+  memset(hi + x->off, 0xff, KV_STAMP_LEN);
+  hi[x->kl] = 0;
+  const uint8_t *b = lo, *e = hi;
+  size_t bl = x->kl, el = x->kl + 1;
+  for (size_t i = 0; i < t->nvsr;) {
+    const range *r = &t->vsr[i];
+    const uint8_t *rb = t->vs_bytes.p + r->b, *re = t->vs_bytes.p + r->e;
+    if (cmp(rb, r->bl, e, el) > 0 || cmp(b, bl, re, r->el) > 0) {
+      i++;
+      continue;
+    }
+    /* Overlaps or touches: take it into [b, e) (its bytes stay put in
+     * vs_bytes until the reset, so the pointers stay valid) and drop it. */
+    if (cmp(rb, r->bl, b, bl) < 0) { b = rb; bl = r->bl; }
+    if (cmp(re, r->el, e, el) > 0) { e = re; el = r->el; }
+    t->vsr[i] = t->vsr[--t->nvsr];
+  }
+  /* b and e may point into vs_bytes, which range_push may move: copy. */
+  uint8_t nb[KV_MAX_KEY + 1], ne[KV_MAX_KEY + 1];
+  memcpy(nb, b, bl);
+  memcpy(ne, e, el);
+  return range_push(&t->vs_bytes, &t->vsr, &t->nvsr, &t->capvsr, nb, bl, ne, el);
+}
+
 static int r_set_vs_key(kv_txn *kt, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
   rtxn *t = (rtxn *)kt;
   vskey *x = (vskey *)ws_dup(&t->w, &(vskey){0}, sizeof *x);
@@ -696,7 +737,7 @@ static int r_set_vs_key(kv_txn *kt, const uint8_t *k, size_t kl, const uint8_t *
   else t->vs_head = x;
   t->vs_tail = x;
   t->has_writes = 1;
-  return 0;
+  return vs_range_add(t, x);
 }
 
 static int r_set_vs_value(kv_txn *kt, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
@@ -960,11 +1001,8 @@ static int resolve(rdb *d, rtxn *t) {
     const uint8_t *b = cb + r->b, *e = cb + r->e;
     for (hist *h = d->h_old; h; h = h->next)
       if (h->version > rv && conflicts_hist(h, b, r->bl, e, r->el)) return DV_ENOT_COMMITTED;
-    for (size_t j = 0; j < d->bw_n; j++) {
-      const range *w = &d->bw_r[j];
-      if (intersects(b, r->bl, e, r->el, d->bw.p + w->b, w->bl, d->bw.p + w->e, w->el))
-        return DV_ENOT_COMMITTED;
-    }
+    for (int j = 0; j < d->nseg; j++)
+      if (conflicts_hist(d->seg[j], b, r->bl, e, r->el)) return DV_ENOT_COMMITTED;
   }
   return 0;
 }
@@ -1106,51 +1144,126 @@ static int materialize(rdb *d, rocksdb_writebatch_t *wb) {
   return 0;
 }
 
+/* ---- commit: write-range segments ---------------------------------------------
+ *
+ * The write ranges of the commits accepted so far in a batch are kept as a
+ * stack of segments (hist, without version): each sorted by begin, its
+ * ranges disjoint, each at most half the size of the one below, so there
+ * are O(log n) of them and a read range is checked with one binary search
+ * each. After a commit is accepted its ranges become a segment, pushed and
+ * merged down; at the end of the batch the stack merges into one segment,
+ * which joins the history. */
+
+static void hist_free(hist *h) {
+  if (!h) return;
+  buf_free(&h->bytes);
+  dv_free(h->r);
+  dv_free(h);
+}
+
+/* Append [b, e) to a segment built in begin order, merged into its last
+ * range if it overlaps or touches it. */
+static int seg_append(hist *h, size_t *cap, const uint8_t *b, size_t bl, const uint8_t *e, size_t el) {
+  if (h->n) {
+    range *last = &h->r[h->n - 1];
+    if (cmp(b, bl, h->bytes.p + last->e, last->el) <= 0) {
+      if (cmp(e, el, h->bytes.p + last->e, last->el) > 0) {
+        last->e = h->bytes.len;
+        last->el = el;
+        buf_append(&h->bytes, e, el);
+      }
+      return buf_error(&h->bytes);
+    }
+  }
+  return range_push(&h->bytes, &h->r, &h->n, cap, b, bl, e, el);
+}
+
 static const uint8_t *sort_base; /* committer thread only */
 static int range_cmp(const void *a, const void *b) {
   const range *x = a, *y = b;
   return cmp(sort_base + x->b, x->bl, sort_base + y->b, y->bl);
 }
 
-/* Move this batch's write ranges into the history, sorted and merged. */
-static int history_add(rdb *d, int64_t version) {
+/* The accepted commit's write ranges (d->bw) as a segment; NULL on
+ * DV_ENOMEM. */
+static hist *seg_from_bw(rdb *d) {
   hist *h = dv_calloc(1, sizeof *h);
-  if (!h) return DV_ENOMEM;
-  h->version = version;
-  h->time_ms = now_ms();
-  /* Sorting uses a file-static base pointer: only the committer thread
-   * calls this. */
+  if (!h) return NULL;
+  /* Sorting uses a file-static base pointer: only the thread running the
+   * batch (it holds batch_mu) calls this. */
   sort_base = d->bw.p;
-  if (d->bw_n) qsort(d->bw_r, d->bw_n, sizeof *d->bw_r, range_cmp);
+  if (d->bw_n > 1) qsort(d->bw_r, d->bw_n, sizeof *d->bw_r, range_cmp);
   size_t cap = 0;
   for (size_t i = 0; i < d->bw_n; i++) {
     const range *r = &d->bw_r[i];
-    const uint8_t *b = d->bw.p + r->b, *e = d->bw.p + r->e;
-    if (h->n) {
-      range *last = &h->r[h->n - 1];
-      if (cmp(b, r->bl, h->bytes.p + last->e, last->el) <= 0) {
-        /* Overlaps or touches the previous range: extend its end. */
-        if (cmp(e, r->el, h->bytes.p + last->e, last->el) > 0) {
-          last->e = h->bytes.len;
-          last->el = r->el;
-          buf_append(&h->bytes, e, r->el);
-        }
-        continue;
-      }
-    }
-    if (range_push(&h->bytes, &h->r, &h->n, &cap, b, r->bl, e, r->el)) {
-      buf_free(&h->bytes);
-      dv_free(h->r);
-      dv_free(h);
-      return DV_ENOMEM;
+    if (seg_append(h, &cap, d->bw.p + r->b, r->bl, d->bw.p + r->e, r->el)) {
+      hist_free(h);
+      return NULL;
     }
   }
-  if (buf_error(&h->bytes)) {
-    buf_free(&h->bytes);
-    dv_free(h->r);
-    dv_free(h);
-    return DV_ENOMEM;
+  return h;
+}
+
+/* One segment holding the union of x and y, which are freed; NULL on
+ * DV_ENOMEM (x and y are freed all the same). */
+static hist *seg_merge(hist *x, hist *y) {
+  hist *h = dv_calloc(1, sizeof *h);
+  size_t cap = 0, i = 0, j = 0;
+  int rc = h ? 0 : DV_ENOMEM;
+  while (!rc && (i < x->n || j < y->n)) {
+    const hist *from;
+    const range *r;
+    if (j == y->n || (i < x->n && cmp(x->bytes.p + x->r[i].b, x->r[i].bl, y->bytes.p + y->r[j].b,
+                                      y->r[j].bl) <= 0)) {
+      from = x;
+      r = &x->r[i++];
+    } else {
+      from = y;
+      r = &y->r[j++];
+    }
+    rc = seg_append(h, &cap, from->bytes.p + r->b, r->bl, from->bytes.p + r->e, r->el);
   }
+  hist_free(x);
+  hist_free(y);
+  if (rc) {
+    hist_free(h);
+    return NULL;
+  }
+  return h;
+}
+
+/* Push the accepted commit's write ranges onto the batch's segment stack. */
+static int seg_push(rdb *d) {
+  if (!d->bw_n) return 0;
+  hist *h = seg_from_bw(d);
+  if (!h) return DV_ENOMEM;
+  d->seg[d->nseg++] = h;
+  while (d->nseg >= 2 &&
+         (d->seg[d->nseg - 1]->n * 2 > d->seg[d->nseg - 2]->n || d->nseg == (int)(sizeof d->seg / sizeof d->seg[0]))) {
+    hist *m = seg_merge(d->seg[d->nseg - 2], d->seg[d->nseg - 1]);
+    d->nseg -= 2;
+    if (!m) return DV_ENOMEM;
+    d->seg[d->nseg++] = m;
+  }
+  return 0;
+}
+
+static void seg_clear(rdb *d) {
+  while (d->nseg) hist_free(d->seg[--d->nseg]);
+}
+
+/* Merge the batch's segments into one history entry at `version`. */
+static int history_add(rdb *d, int64_t version) {
+  while (d->nseg >= 2) {
+    hist *m = seg_merge(d->seg[d->nseg - 2], d->seg[d->nseg - 1]);
+    d->nseg -= 2;
+    if (!m) return DV_ENOMEM;
+    d->seg[d->nseg++] = m;
+  }
+  hist *h = d->nseg ? d->seg[--d->nseg] : dv_calloc(1, sizeof *h);
+  if (!h) return DV_ENOMEM;
+  h->version = version;
+  h->time_ms = now_ms();
   if (d->h_new) d->h_new->next = h;
   else d->h_old = h;
   d->h_new = h;
@@ -1164,9 +1277,7 @@ static void history_trim(rdb *d) {
     d->h_old = h->next;
     if (!d->h_old) d->h_new = NULL;
     if (h->version > d->h_floor) d->h_floor = h->version;
-    buf_free(&h->bytes);
-    dv_free(h->r);
-    dv_free(h);
+    hist_free(h);
   }
 }
 
@@ -1174,8 +1285,7 @@ static void run_batch(rdb *d, rtxn *list) {
   int64_t version = d->version + 1;
   uint16_t order = 0;
   ws_reset(&d->overlay);
-  buf_reset(&d->bw);
-  d->bw_n = 0;
+  seg_clear(d);
   int rc = 0;
   for (rtxn *t = list; t; t = t->q_next) {
     t->result = 0;
@@ -1183,7 +1293,10 @@ static void run_batch(rdb *d, rtxn *list) {
     int r = resolve(d, t);
     if (!r) {
       t->order = order;
+      buf_reset(&d->bw);
+      d->bw_n = 0;
       r = accept(d, t, version, order);
+      if (!r) r = seg_push(d);
       if (r) {
         /* Partly replayed: the overlay is unusable; fail the batch. */
         rc = r;
@@ -1235,6 +1348,7 @@ static void run_batch(rdb *d, rtxn *list) {
     t->cb(&t->base, t->result, t->cb_arg);
   }
   if (!rc && order) watches_after_batch(d);
+  seg_clear(d);
   history_trim(d);
 }
 
@@ -1312,6 +1426,8 @@ static void txn_clear(rtxn *t) {
   ws_reset(&t->w);
   t->has_writes = 0;
   t->vs_head = t->vs_tail = NULL;
+  buf_reset(&t->vs_bytes);
+  t->nvsr = 0;
   buf_reset(&t->cb_bytes);
   t->nreads = t->nwconf = 0;
   t->committed = 0;
@@ -1333,6 +1449,7 @@ static int r_txn_begin(kv_db *kd, kv_txn **out) {
     return DV_ENOMEM;
   }
   buf_init(&t->cb_bytes);
+  buf_init(&t->vs_bytes);
   t->committed_version = -1;
   t->start_ms = now_ms();
   *out = &t->base;
@@ -1351,6 +1468,8 @@ static void r_txn_destroy(kv_txn *kt) {
   txn_clear(t);
   ws_free(&t->w);
   buf_free(&t->cb_bytes);
+  buf_free(&t->vs_bytes);
+  dv_free(t->vsr);
   dv_free(t->reads);
   dv_free(t->wconf);
   rocksdb_readoptions_destroy(t->ro);
@@ -1374,10 +1493,9 @@ static void rdb_free(rdb *d) {
   while (d->h_old) {
     hist *h = d->h_old;
     d->h_old = h->next;
-    buf_free(&h->bytes);
-    dv_free(h->r);
-    dv_free(h);
+    hist_free(h);
   }
+  seg_clear(d);
   ws_free(&d->overlay);
   buf_free(&d->bw);
   dv_free(d->bw_r);

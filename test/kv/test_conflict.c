@@ -728,8 +728,8 @@ KV_CONTRACT(snapshot_reads) {
  * reads its own writes. Atomic ops and blind writes add no read conflict;
  * explicit write conflict ranges count as writes. A transaction that writes
  * nothing is read-only and always commits. */
-#define CM_KEYS 8
-#define CM_TXNS 6
+#define CM_KEYS 32
+#define CM_TXNS 24
 #define CM_ROUNDS 1000
 
 typedef struct cm_txn {
@@ -738,7 +738,7 @@ typedef struct cm_txn {
   int read_after;          /* r_j */
 } cm_txn;
 
-static void cm_key(char *out, int i) { sprintf(out, "cm/%d", i); }
+static void cm_key(char *out, int i) { sprintf(out, "cm/%02d", i); } /* sorts as i does */
 
 KV_CONTRACT(conflict_model) {
   kv_db *db = kvt_open(be);

@@ -376,6 +376,73 @@ static void put_vs_key(kv_txn *t, const char *prefix, const char *suffix, const 
   ASSERT_OK(kv_set_versionstamped_key(t, k, kl + 4, val, strlen(val)));
 }
 
+/* Many versionstamped keys in one transaction, against a model: a read of
+ * [b, e) is unreadable iff some key prefix+stamp+suffix can fall in it.
+ * The backend merges the keys' possible ranges; overlapping, touching and
+ * disjoint ones must all keep the answer exact. */
+static void vsm_str(uint64_t *rs, char *out, const char *head) {
+  static const char *alpha = "ab/\xff";
+  size_t n = strlen(head);
+  memcpy(out, head, n);
+  int len = kvt_rand_below(rs, 4);
+  for (int i = 0; i < len; i++) out[n++] = alpha[kvt_rand_below(rs, 4)];
+  out[n] = 0;
+}
+
+KV_CONTRACT(vs_unreadable_model) {
+  kv_db *db = kvt_open(be);
+  uint64_t rs = 0x5eed5;
+  kv_txn *t;
+  ASSERT_OK(kv_txn_begin(db, &t));
+  for (int round = 0; round < 200; round++) {
+    char pre[16][16], suf[16][16];
+    int nk = 1 + kvt_rand_below(&rs, 16);
+    for (int i = 0; i < nk; i++) {
+      vsm_str(&rs, pre[i], "m/");
+      vsm_str(&rs, suf[i], "");
+      put_vs_key(t, pre[i], suf[i], "v");
+    }
+    for (int q = 0; q < 20; q++) {
+      char b[16], e[16];
+      vsm_str(&rs, b, "m/");
+      vsm_str(&rs, e, "m/");
+      size_t bl = strlen(b), el = strlen(e);
+      int c = memcmp(b, e, bl < el ? bl : el);
+      if (c > 0 || (c == 0 && bl >= el)) continue; /* need b < e */
+      int want = 0;
+      for (int i = 0; i < nk && !want; i++) {
+        uint8_t lo[40], hi[40];
+        size_t pl = strlen(pre[i]), sl = strlen(suf[i]);
+        memcpy(lo, pre[i], pl);
+        memset(lo + pl, 0, KV_STAMP_LEN);
+        memcpy(lo + pl + KV_STAMP_LEN, suf[i], sl);
+        memcpy(hi, lo, pl + KV_STAMP_LEN + sl);
+        memset(hi + pl, 0xff, KV_STAMP_LEN);
+        hi[pl + KV_STAMP_LEN + sl] = 0;
+        size_t kl = pl + KV_STAMP_LEN + sl;
+        /* [lo, hi\0) ∩ [b, e) ≠ ∅ */
+        int c1 = memcmp(lo, e, kl < el ? kl : el);
+        int lo_lt_e = c1 < 0 || (c1 == 0 && kl < el);
+        int c2 = memcmp(b, hi, bl < kl + 1 ? bl : kl + 1);
+        int b_lt_hi = c2 < 0 || (c2 == 0 && bl < kl + 1);
+        want = lo_lt_e && b_lt_hi;
+      }
+      /* A failed read ends the transaction (kv.c): each query gets a
+       * fresh one holding the same keys. */
+      kv_txn_reset(t);
+      for (int i = 0; i < nk; i++) put_vs_key(t, pre[i], suf[i], "v");
+      kv_pair *p;
+      int n, more;
+      int rc = kv_get_range(t, b, bl, e, el, 0, KV_SNAPSHOT, &p, &n, &more);
+      ASSERTF(rc == (want ? DV_EACCESSED_UNREADABLE : 0), "round %d: [%s, %s) gave %d, want %s", round, b, e,
+              rc, want ? "unreadable" : "ok");
+    }
+    kv_txn_reset(t);
+  }
+  kv_txn_destroy(t);
+  kv_close(db);
+}
+
 KV_CONTRACT(vs_unreadable) {
   kv_db *db = kvt_open(be);
   kvt_put_str(db, "un/a", "a");
