@@ -1124,16 +1124,7 @@ static int ad_before(adctx *c, const store_range *rg, int64_t *out) {
   }
   *out = 0;
   if (!at) return 0;
-  store_range before;
-  store_range_init(&before);
-  before.end = at;
-  before.end_len = at_len;
-  before.inclusive_end = 0;
-  before.descending = rg->descending;
-  c->count = 0;
-  int rc = store_all_docs(c->r->db, STORE_ALL, &before, 0, 0, count_cb, c);
-  if (!rc) *out = c->count;
-  return rc;
+  return store_doc_rank(c->r->db, at, at_len, rg->descending, out);
 }
 
 static void put_int_or_null(dv_buf *o, int have, int64_t v) {

@@ -116,6 +116,7 @@ static int mdv_read(kv_txn *txn, uint8_t out[16], size_t *out_len, int *found) {
 /* ---- the handle cache -------------------------------------------------------- */
 
 static void handle_free(store_db *db) {
+  st_rank_free(db->rank);
   pthread_mutex_destroy(&db->mu);
   dv_free(db->conflict);
   dv_free(db->name);

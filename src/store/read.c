@@ -13,6 +13,8 @@
  *                   the revisions range only when BranchCount > 1.
  *   _all_docs       the revisions subspace in key order: per DocID the last
  *                   key is the winner (the first one when descending).
+ *   _all_docs offset  a rank sample per handle, valid while update_seq is
+ *                   unchanged ("_all_docs offsets" below).
  *   local docs      (P,"l",Id) = (0, RevN, NChunks), chunks (P,"l",Id,i).
  * Not here: writing (edit.c).
  */
@@ -727,6 +729,318 @@ int store_all_docs_keys(store_db *db, const char *const *keys, const size_t *key
     i = k.to;
   }
   arena_free(&k.a);
+  return rc;
+}
+
+/* ---- _all_docs offsets ------------------------------------------------------------------
+ *
+ * CouchDB's offset is the number of live documents before the first row.
+ * The layout has no ordered count, so it costs a scan of every revisions
+ * key before the start (20 ms in the middle of 100,000 docs). A database
+ * that is read more than written gets a rank sample instead:
+ *
+ *   sample    every ST_RANK_STEP-th live DocID in order, and the number of
+ *             live docs, as of one value of (P,"m","update_seq"); every
+ *             edit and purge writes that key in the transaction that
+ *             changes the revisions, so an equal value means the same
+ *             set of live docs.
+ *   query     one transaction reads update_seq; while it matches, the
+ *             rank is j * ST_RANK_STEP for the greatest sample id j before
+ *             the start, plus a count of at most ST_RANK_STEP live docs
+ *             from it (keys only).
+ *   miss      the first query at a new update_seq scans as before and
+ *             remembers the value; the second one at the same value
+ *             builds the sample with one ascending scan (in as many
+ *             transactions as it takes) and keeps it only if update_seq
+ *             read after the scan is still the value read before it.
+ *
+ * One sample per handle (so per process; each revalidates it in its own
+ * transactions, as the handle cache is), ~docs / ST_RANK_STEP ids. */
+
+#define ST_RANK_STEP 512
+
+typedef struct st_rank {
+  uint8_t seq[32];      /* the update_seq value it holds for */
+  size_t seq_len;
+  int seq_found;        /* 0: update_seq was absent (a fresh db) */
+  int built;            /* 0: seen once, no sample yet */
+  int64_t total;        /* live docs */
+  dv_buf ids;           /* sample ids, concatenated */
+  size_t *off;          /* n + 1 offsets into ids */
+  size_t n;             /* sample ids */
+} st_rank;
+
+void st_rank_free(st_rank *rk) {
+  if (!rk) return;
+  buf_free(&rk->ids);
+  dv_free(rk->off);
+  dv_free(rk);
+}
+
+/* The end of the tuple string that starts at key[at] (just past its 0x00),
+ * or 0 if there is none. */
+static size_t tup_str_end(const uint8_t *key, size_t len, size_t at) {
+  if (at >= len || key[at] != 0x02) return 0;
+  for (size_t i = at + 1; i < len; i++) {
+    if (key[i] != 0) continue;
+    if (i + 1 < len && key[i + 1] == 0xff) { i++; continue; }
+    return i + 1;
+  }
+  return 0;
+}
+
+/* Live docs among the revisions keys [b, e), both at DocID boundaries: per
+ * DocID the last key is the winner, live if its NotDeleted is true. Keys
+ * only, snapshot reads. */
+static int count_live(kv_txn *txn, size_t pfx_len, const dv_buf *b, const dv_buf *e, int64_t *out) {
+  *out = 0;
+  if (!st_nonempty(b, e)) return 0;
+  kv_iter *it;
+  int rc = kv_iter_begin(txn, b->p, b->len, e->p, e->len, 0, KV_SNAPSHOT, &it);
+  if (rc) return rc;
+  dv_buf cur;
+  buf_init(&cur);
+  int have = 0, live = 0, k;
+  size_t keys = 0;
+  kv_pair p;
+  while ((k = kv_iter_next(it, &p)) == 1) {
+    keys++;
+    size_t end = tup_str_end(p.key, p.key_len, pfx_len);
+    if (!end || end >= p.key_len) { rc = DV_ECORRUPT; break; }
+    size_t il = end - pfx_len;
+    if (!have || cur.len != il || memcmp(cur.p, p.key + pfx_len, il)) {
+      if (have && live) (*out)++;
+      buf_reset(&cur);
+      buf_append(&cur, p.key + pfx_len, il);
+      have = 1;
+    }
+    live = p.key[end] == 0x27; /* NotDeleted: the tuple true */
+  }
+  if (!rc && k < 0) rc = k;
+  if (!rc && have && live) (*out)++;
+  if (!rc && buf_error(&cur)) rc = DV_ENOMEM;
+  kv_iter_free(it);
+  buf_free(&cur);
+  st_count_read(keys);
+  return rc;
+}
+
+enum { RANK_HIT, RANK_MISS, RANK_BUILD };
+
+struct rank_arg {
+  store_db *db;
+  const char *id;
+  size_t id_len;
+  int descending;
+  int64_t out;          /* RANK_HIT: the rank */
+  int state;            /* RANK_* */
+  uint8_t seq[32];      /* update_seq as this transaction read it */
+  size_t seq_len;
+  int seq_found;
+  dv_buf from;          /* the sample id counted from */
+};
+
+static int seq_read(kv_txn *txn, const st_dbx *x, struct rank_arg *a) {
+  const uint8_t *v;
+  size_t vl;
+  int rc = st_meta_get(txn, x, "update_seq", KV_SNAPSHOT, &v, &vl, &a->seq_found);
+  if (rc) return rc;
+  if (a->seq_found && vl > sizeof a->seq) return DV_ECORRUPT;
+  a->seq_len = a->seq_found ? vl : 0;
+  if (a->seq_len) memcpy(a->seq, v, vl);
+  return 0;
+}
+
+static int rank_same_seq(const st_rank *rk, const struct rank_arg *a) {
+  return rk && rk->seq_found == a->seq_found && rk->seq_len == a->seq_len && !memcmp(rk->seq, a->seq, a->seq_len);
+}
+
+static int seq_fn(kv_txn *txn, void *arg) {
+  struct rank_arg *a = arg;
+  st_dbx x;
+  int rc = st_db_check(a->db, txn, &x);
+  return rc ? rc : seq_read(txn, &x, a);
+}
+
+/* bytes a < b, as DocIDs sort */
+static int id_less(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
+  int c = memcmp(a, b, al < bl ? al : bl);
+  return c < 0 || (c == 0 && al < bl);
+}
+
+static int rank_fn(kv_txn *txn, void *arg) {
+  struct rank_arg *a = arg;
+  st_dbx x;
+  int rc = st_db_check(a->db, txn, &x);
+  if (!rc) rc = seq_read(txn, &x, a);
+  if (rc) return rc;
+  store_db *db = a->db;
+  int64_t base = 0, total = 0;
+  int have_from = 0;
+  pthread_mutex_lock(&db->mu);
+  st_rank *rk = db->rank;
+  if (!rank_same_seq(rk, a)) a->state = RANK_MISS;
+  else if (!rk->built) a->state = RANK_BUILD;
+  else {
+    a->state = RANK_HIT;
+    total = rk->total;
+    /* the greatest sample id before the bound: < id ascending, <= id
+     * descending (which counts the docs up to id and subtracts) */
+    size_t lo = 0, hi = rk->n;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      const uint8_t *s = rk->ids.p + rk->off[mid];
+      size_t sl = rk->off[mid + 1] - rk->off[mid];
+      int before = a->descending ? !id_less((const uint8_t *)a->id, a->id_len, s, sl)
+                                 : id_less(s, sl, (const uint8_t *)a->id, a->id_len);
+      if (before) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0) {
+      have_from = 1;
+      base = (int64_t)(lo - 1) * ST_RANK_STEP;
+      buf_reset(&a->from);
+      buf_append(&a->from, rk->ids.p + rk->off[lo - 1], rk->off[lo] - rk->off[lo - 1]);
+    }
+  }
+  pthread_mutex_unlock(&db->mu);
+  if (a->state != RANK_HIT) return 0;
+  int64_t n = 0;
+  if (have_from) {
+    dv_buf pfx, b, e;
+    buf_init(&pfx);
+    buf_init(&b);
+    buf_init(&e);
+    tup_w w;
+    st_key_db(&x, &pfx, &w, ST_SUB_REV);
+    st_key_doc(&x, &b, &w, ST_SUB_REV, (const char *)a->from.p, a->from.len);
+    st_key_doc(&x, &e, &w, ST_SUB_REV, a->id, a->id_len);
+    if (a->descending) buf_putc(&e, 0xff); /* past every key of id */
+    rc = buf_error(&pfx) || buf_error(&b) || buf_error(&e) || buf_error(&a->from) ? DV_ENOMEM
+                                                                                  : count_live(txn, pfx.len, &b, &e, &n);
+    buf_free(&pfx);
+    buf_free(&b);
+    buf_free(&e);
+    if (rc) return rc;
+  }
+  a->out = a->descending ? total - (base + n) : base + n;
+  return 0;
+}
+
+struct rank_build {
+  int64_t total;
+  dv_buf ids;
+  size_t *off;
+  size_t n, cap;
+  int err;
+};
+
+static int rank_build_cb(void *arg, const store_doc_row *row) {
+  struct rank_build *b = arg;
+  if (b->total++ % ST_RANK_STEP) return 0;
+  if (b->n + 2 > b->cap) {
+    size_t nc = b->cap ? 2 * b->cap : 64;
+    size_t *o = dv_realloc(b->off, nc * sizeof *o);
+    if (!o) return DV_ENOMEM;
+    b->off = o;
+    b->cap = nc;
+  }
+  b->off[b->n++] = b->ids.len;
+  buf_append(&b->ids, row->id, row->id_len);
+  b->off[b->n] = b->ids.len;
+  return buf_error(&b->ids);
+}
+
+static int rank_count_cb(void *arg, const store_doc_row *row) {
+  (void)row;
+  (*(int64_t *)arg)++;
+  return 0;
+}
+
+/* Count live docs before the bound with a scan (no sample). */
+static int rank_scan(store_db *db, const char *id, size_t id_len, int descending, int64_t *out) {
+  store_range before;
+  store_range_init(&before);
+  before.end = id;
+  before.end_len = id_len;
+  before.inclusive_end = 0;
+  before.descending = descending;
+  *out = 0;
+  return store_all_docs(db, STORE_ALL, &before, 0, 0, rank_count_cb, out);
+}
+
+/* The sample as of a->seq, installed if update_seq did not move during
+ * the scan. 0 also when it moved (the caller scans instead). */
+static int rank_build(struct rank_arg *a) {
+  store_range all;
+  store_range_init(&all);
+  struct rank_build b = {0};
+  buf_init(&b.ids);
+  int rc = store_all_docs(a->db, STORE_ALL, &all, 0, 0, rank_build_cb, &b);
+  struct rank_arg after = {.db = a->db};
+  st_op op = {.fn = seq_fn, .arg = &after};
+  if (!rc) rc = st_run(a->db->s, &op);
+  st_rank *rk = NULL;
+  if (!rc && after.seq_found == a->seq_found && after.seq_len == a->seq_len &&
+      !memcmp(after.seq, a->seq, a->seq_len)) {
+    rk = dv_calloc(1, sizeof *rk);
+    if (!rk) rc = DV_ENOMEM;
+  }
+  if (rk) {
+    memcpy(rk->seq, a->seq, a->seq_len);
+    rk->seq_len = a->seq_len;
+    rk->seq_found = a->seq_found;
+    rk->built = 1;
+    rk->total = b.total;
+    rk->ids = b.ids;
+    rk->n = b.n;
+    rk->off = b.off;
+    if (!rk->off) { /* no live docs: one offset, 0 */
+      rk->off = dv_calloc(1, sizeof *rk->off);
+      if (!rk->off) { dv_free(rk); return DV_ENOMEM; }
+    }
+    buf_init(&b.ids);
+    b.off = NULL;
+    pthread_mutex_lock(&a->db->mu);
+    st_rank_free(a->db->rank);
+    a->db->rank = rk;
+    pthread_mutex_unlock(&a->db->mu);
+  }
+  buf_free(&b.ids);
+  dv_free(b.off);
+  return rc;
+}
+
+/* Remember that update_seq had this value when a scan was needed. */
+static int rank_seen(struct rank_arg *a) {
+  st_rank *rk = dv_calloc(1, sizeof *rk);
+  if (!rk) return DV_ENOMEM;
+  buf_init(&rk->ids);
+  memcpy(rk->seq, a->seq, a->seq_len);
+  rk->seq_len = a->seq_len;
+  rk->seq_found = a->seq_found;
+  pthread_mutex_lock(&a->db->mu);
+  st_rank_free(a->db->rank);
+  a->db->rank = rk;
+  pthread_mutex_unlock(&a->db->mu);
+  return 0;
+}
+
+int store_doc_rank(store_db *db, const char *id, size_t id_len, int descending, int64_t *out) {
+  struct rank_arg a = {.db = db, .id = id, .id_len = id_len, .descending = descending};
+  buf_init(&a.from);
+  st_op op = {.fn = rank_fn, .arg = &a};
+  int rc = st_run(db->s, &op);
+  if (!rc && a.state == RANK_BUILD) {
+    rc = rank_build(&a);
+    if (!rc) rc = st_run(db->s, &op); /* a hit, unless update_seq moved */
+  }
+  if (!rc && a.state == RANK_HIT) *out = a.out;
+  else if (!rc) {
+    rc = rank_scan(db, id, id_len, descending, out);
+    if (!rc && a.state == RANK_MISS) rc = rank_seen(&a);
+  }
+  buf_free(&a.from);
   return rc;
 }
 

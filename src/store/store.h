@@ -314,6 +314,12 @@ enum { STORE_ALL = 0, STORE_DESIGN = 1, STORE_LOCAL = 2 };
 int store_all_docs(store_db *db, int which, const store_range *r, int include_docs, int doc_flags,
                    store_row_cb cb, void *arg) DV_MUST_CHECK;
 /* _all_docs with keys: one row per key, in the order given. */
+/* Live documents (design ones included, local ones not) whose id sorts
+ * before `id`, or after it when `descending`: CouchDB's _all_docs offset
+ * for a range starting at id. Exact; cheap on a database that is read
+ * more than it is written (read.c "_all_docs offsets"). */
+int store_doc_rank(store_db *db, const char *id, size_t id_len, int descending, int64_t *out) DV_MUST_CHECK;
+
 int store_all_docs_keys(store_db *db, const char *const *keys, const size_t *key_lens, size_t n,
                         int include_docs, int doc_flags, store_row_cb cb, void *arg) DV_MUST_CHECK;
 

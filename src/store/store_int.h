@@ -80,6 +80,7 @@ struct store_db {
   size_t mdv_len;         /* its length */
   int mdv_found;          /* 0: the key was absent then */
   int dead;               /* 1: deleted (prefix no longer named) */
+  struct st_rank *rank;   /* _all_docs offsets (read.c), under mu */
 };
 
 struct store {
@@ -247,6 +248,8 @@ int st_counter_add(kv_txn *txn, const st_dbx *x, const char *name, int64_t delta
 int st_txid_cleanup(store *s) DV_MUST_CHECK;
 /* Free every cached handle (store_close). */
 void st_db_free_all(store *s);
+/* Free a handle's rank sample (read.c); NULL is fine. */
+void st_rank_free(struct st_rank *rk);
 
 /* Milliseconds since the epoch. */
 int64_t st_now_ms(void);

@@ -41,4 +41,6 @@
   X(store_purge_infos_limit, 20) \
   X(store_purge_random, 30) \
   X(store_purge_no_db, 10) \
-  X(store_purge_commit_unknown, 20)
+  X(store_purge_commit_unknown, 20) \
+  X(store_doc_rank_model, 120) \
+  X(store_doc_rank_empty, 10)
