@@ -326,7 +326,7 @@ static json_val *config_now(hreq *r) {
   snprintf(num, sizeof num, "%d", o->threads);
   if (json_obj_setz(a, s, "server_threads", json_new_stringz(a, num))) return NULL;
   s = json_new_object(a);
-  if (json_obj_setz(a, c, "uuids", s) || json_obj_setz(a, s, "algorithm", json_new_stringz(a, "random")) ||
+  if (json_obj_setz(a, c, "uuids", s) || json_obj_setz(a, s, "algorithm", json_new_stringz(a, "sequential")) ||
       json_obj_setz(a, s, "max_count", json_new_stringz(a, "1000")))
     return NULL;
   return c;

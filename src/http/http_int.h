@@ -198,8 +198,8 @@ int64_t hnow_ms(void);
 
 /* ---- small tools ----------------------------------------------------------- */
 
-/* A random 128-bit id as 32 lower-case hex chars + NUL (new doc ids,
- * /_uuids). */
+/* A new id as 32 lower-case hex chars + NUL (new doc ids, /_uuids):
+ * CouchDB's "sequential" algorithm (server.c). */
 void http_uuid(char out[33]);
 
 /* ---- handlers (route.c dispatches) --------------------------------------- */

@@ -91,20 +91,51 @@ int64_t hnow_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void http_uuid(char out[33]) {
-  uint8_t b[16];
+static void random_bytes(uint8_t *b, size_t n) {
   size_t got = 0;
-  while (got < sizeof b) {
-    ssize_t n = getrandom(b + got, sizeof b - got, 0);
-    if (n <= 0) break;
-    got += (size_t)n;
+  while (got < n) {
+    ssize_t k = getrandom(b + got, n - got, 0);
+    if (k <= 0) break;
+    got += (size_t)k;
   }
-  for (; got < sizeof b; got++) b[got] = (uint8_t)(rand() ^ (int)hnow_ms()); /* getrandom failed */
+  for (; got < n; got++) b[got] = (uint8_t)(rand() ^ (int)hnow_ms()); /* getrandom failed */
+}
+
+static uint32_t random_below(uint32_t n) {
+  uint8_t b[4];
+  random_bytes(b, 4);
+  return (uint32_t)(((uint64_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]) * n) >> 32);
+}
+
+/* CouchDB's default [uuids] algorithm, "sequential" (couch_uuids.erl): 26
+ * hex digits of random prefix, then a 6-digit counter that grows by a
+ * random 1..0xffe per id; a new prefix when it would pass 0xfff000. Ids
+ * minted one after another sort together, so new documents land next to
+ * each other in the key space (RocksDB's memtable, its compactions and
+ * the block cache all like that), and still cannot be guessed. */
+static pthread_mutex_t uuid_mu = PTHREAD_MUTEX_INITIALIZER;
+static char uuid_prefix[27];
+static uint32_t uuid_seq;
+
+void http_uuid(char out[33]) {
   static const char hex[] = "0123456789abcdef";
-  for (int i = 0; i < 16; i++) {
-    out[2 * i] = hex[b[i] >> 4];
-    out[2 * i + 1] = hex[b[i] & 15];
+  pthread_mutex_lock(&uuid_mu);
+  uint32_t inc = 1 + random_below(0xffe);
+  if (!uuid_prefix[0] || uuid_seq + inc >= 0xfff000) {
+    uint8_t b[13];
+    random_bytes(b, sizeof b);
+    for (int i = 0; i < 13; i++) {
+      uuid_prefix[2 * i] = hex[b[i] >> 4];
+      uuid_prefix[2 * i + 1] = hex[b[i] & 15];
+    }
+    uuid_prefix[26] = 0;
+    uuid_seq = 1 + random_below(0xffe);
+  } else {
+    uuid_seq += inc;
   }
+  memcpy(out, uuid_prefix, 26);
+  for (int i = 0; i < 6; i++) out[26 + i] = hex[(uuid_seq >> (20 - 4 * i)) & 15];
+  pthread_mutex_unlock(&uuid_mu);
   out[32] = 0;
 }
 

@@ -169,6 +169,19 @@ test('_uuids', async () => {
   eq(many.json.uuids.length, 10);
   eq(new Set(many.json.uuids).size, 10);
   ok(many.json.uuids.every((u) => /^[0-9a-f]{32}$/.test(u)));
+  // CouchDB's default "sequential" algorithm: one random 26-digit prefix,
+  // an increasing 6-digit suffix, so ids minted in a row sort in a row
+  const big = (await req('GET', U + '/_uuids?count=1000')).json.uuids;
+  eq(new Set(big).size, 1000);
+  for (let i = 1; i < big.length; i++) {
+    if (big[i].slice(0, 26) !== big[i - 1].slice(0, 26)) continue; // the counter rolled over: a new prefix
+    ok(big[i] > big[i - 1], `${big[i]} after ${big[i - 1]}`);
+    const step = parseInt(big[i].slice(26), 16) - parseInt(big[i - 1].slice(26), 16);
+    ok(step >= 1 && step <= 0xffe, `step ${step}`);
+  }
+  ok(big.filter((u, i) => i && u.slice(0, 26) === big[i - 1].slice(0, 26)).length >= 990);
+  const cfg = (await req('GET', U + '/_node/_local/_config/uuids/algorithm')).json;
+  eq(cfg, 'sequential');
   ok(many.headers['cache-control'].includes('no-cache'));
   isErr(await req('GET', U + '/_uuids?count=1001'), 400, 'bad_request');
   isErr(await req('GET', U + '/_uuids?count=x'), 400, 'query_parse_error');
