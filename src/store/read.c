@@ -455,6 +455,7 @@ struct all_arg {
   int have_cont;
   dv_arena a;
   store_doc_row *rows;
+  st_branch *wins;    /* include_docs: rows[i]'s winner, its body loaded at the end of the batch */
   int n, cap;
   int more;
   dv_buf pend_id;     /* forward: the DocID whose keys are being read */
@@ -504,9 +505,12 @@ static int row_push(struct all_arg *g, kv_txn *txn, const st_dbx *x, const char 
   if (g->n == g->cap) {
     int nc = g->cap ? 2 * g->cap : 64;
     store_doc_row *nr = arena_alloc(&g->a, (size_t)nc * sizeof *nr);
-    if (!nr) return DV_ENOMEM;
+    st_branch *nw = g->include_docs ? arena_alloc(&g->a, (size_t)nc * sizeof *nw) : NULL;
+    if (!nr || (g->include_docs && !nw)) return DV_ENOMEM;
     if (g->n) memcpy(nr, g->rows, (size_t)g->n * sizeof *nr);
+    if (g->n && nw) memcpy(nw, g->wins, (size_t)g->n * sizeof *nw);
     g->rows = nr;
+    g->wins = nw;
     g->cap = nc;
   }
   store_doc_row *row = &g->rows[g->n++];
@@ -519,11 +523,93 @@ static int row_push(struct all_arg *g, kv_txn *txn, const st_dbx *x, const char 
   uint8_t *h = arena_memdup(&g->a, w->rev.h, w->rev.len);
   if (!h) return DV_ENOMEM;
   row->rev.h = h;
-  if (g->include_docs) {
-    int rc = load_doc(txn, x, id, id_len, w, g->doc_flags, w, &g->a, &row->doc);
+  if (g->include_docs) g->wins[g->n - 1] = *w; /* its memory lives until the batch ends */
+  (void)txn;
+  (void)x;
+  return 0;
+}
+
+/* Row i's document from its winner's body (conflicts read the branches). */
+static int docs_finish(kv_txn *txn, const st_dbx *x, struct all_arg *g, int i, json_val *body) {
+  store_doc_row *row = &g->rows[i];
+  const st_branch *w = &g->wins[i];
+  st_branch *all = NULL;
+  int n_all = 0;
+  if ((g->doc_flags & (STORE_CONFLICTS | STORE_DELETED_CONFLICTS)) && w->bc > 1) {
+    int rc = st_branch_range(txn, x, row->id, row->id_len, NULL, 0, 0, &g->a, &all, &n_all);
     if (rc) return rc;
   }
-  return 0;
+  row->doc = build_doc(&g->a, row->id, row->id_len, w, body, g->doc_flags, all, n_all, w);
+  return row->doc ? 0 : DV_ENOMEM;
+}
+
+/* The bodies of a batch's rows, in one forward scan of the documents
+ * subspace from the smallest id to the largest (the rows' ids are sorted,
+ * and so are their body keys), instead of one range read per row. A KV
+ * under a row winner's (P,"d",DocID,NotDeleted,Pos,Hash) belongs to it;
+ * other keys on the way (losing branches, deleted docs) are passed over. */
+static int load_bodies(kv_txn *txn, const st_dbx *x, struct all_arg *g) {
+  if (!g->n) return 0;
+  int desc = g->r->descending;
+  dv_buf b, e, pre;
+  buf_init(&b);
+  buf_init(&e);
+  buf_init(&pre);
+  const store_doc_row *lo = &g->rows[desc ? g->n - 1 : 0], *hi = &g->rows[desc ? 0 : g->n - 1];
+  tup_w w;
+  st_key_doc(x, &b, &w, ST_SUB_DOC, lo->id, lo->id_len);
+  st_key_doc(x, &e, &w, ST_SUB_DOC, hi->id, hi->id_len);
+  buf_putc(&e, 0xff);
+  int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
+  kv_iter *it = NULL;
+  if (!rc) rc = kv_iter_begin(txn, b.p, b.len, e.p, e.len, 0, KV_SNAPSHOT, &it);
+  body_builder bb;
+  int j = 0, open = 0, k = 0; /* j counts rows in ascending order */
+  kv_pair p;
+  json_val *body = NULL;
+#define ROW(j) (desc ? g->n - 1 - (j) : (j))
+  /* finish the open row (its body is complete) */
+#define CLOSE()                                                                                                do {                                                                                                           if (open) {                                                                                                    int r_ = ROW(j);                                                                                             rc = body_implode_end(&bb, &body);                                                                           body_implode_free(&bb);                                                                                      open = 0;                                                                                                    if (!rc) rc = docs_finish(txn, x, g, r_, body);                                                            }                                                                                                          } while (0)
+  if (!rc) st_doc_key(x, &pre, g->rows[ROW(0)].id, g->rows[ROW(0)].id_len, &g->wins[ROW(0)]);
+  if (!rc && buf_error(&pre)) rc = DV_ENOMEM;
+  while (!rc && j < g->n && (k = kv_iter_next(it, &p)) == 1) {
+    for (;;) {
+      int starts = p.key_len >= pre.len && !memcmp(p.key, pre.p, pre.len);
+      if (starts) {
+        if (!open) {
+          body_implode_begin(&bb, &g->a);
+          open = 1;
+        }
+        if (p.key_len > pre.len) rc = body_implode_add(&bb, p.key + pre.len, p.key_len - pre.len, p.val, p.val_len);
+        break;
+      }
+      size_t n = p.key_len < pre.len ? p.key_len : pre.len;
+      int c = memcmp(p.key, pre.p, n);
+      if (c < 0 || (c == 0 && p.key_len < pre.len)) break; /* before this row's body: pass over */
+      /* past this row's body: the next row */
+      if (open) CLOSE();
+      else rc = DV_ECORRUPT; /* a live winner always has its RevisionMetadata KV */
+      if (rc) break;
+      if (++j == g->n) break;
+      buf_reset(&pre);
+      st_doc_key(x, &pre, g->rows[ROW(j)].id, g->rows[ROW(j)].id_len, &g->wins[ROW(j)]);
+      if (buf_error(&pre)) { rc = DV_ENOMEM; break; }
+    }
+  }
+  if (!rc && k < 0) rc = k;
+  if (!rc && j < g->n) {
+    if (open) CLOSE();
+    else rc = DV_ECORRUPT;
+    if (!rc && j + 1 < g->n) rc = DV_ECORRUPT; /* rows whose body was never seen */
+  }
+  if (open) body_implode_free(&bb);
+#undef CLOSE
+#undef ROW
+  kv_iter_free(it);
+  buf_free(&b);
+  buf_free(&e);
+  buf_free(&pre);
+  return rc;
 }
 
 static int all_fn(kv_txn *txn, void *arg) {
@@ -615,6 +701,7 @@ static int all_fn(kv_txn *txn, void *arg) {
     g->have_pend = 0;
   }
   if (stop) g->more = 0, g->left = 0;
+  if (!rc && g->include_docs) rc = load_bodies(txn, &x, g);
   buf_free(&pfx);
   buf_free(&b);
   buf_free(&e);

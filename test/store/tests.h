@@ -43,4 +43,5 @@
   X(store_purge_no_db, 10) \
   X(store_purge_commit_unknown, 20) \
   X(store_doc_rank_model, 120) \
-  X(store_doc_rank_empty, 10)
+  X(store_doc_rank_empty, 10) \
+  X(store_all_docs_bodies, 60)
