@@ -484,6 +484,12 @@ int store_open(kv_db *kv, const store_opts *opts, store **out) {
   rc = st_run(s, &op);
   if (rc) goto fail;
   s->partitions = c.got;
+  pthread_mutex_init(&s->dbu_mu, NULL);
+  s->dbu_cursor = dv_calloc((size_t)s->partitions, sizeof *s->dbu_cursor);
+  if (!s->dbu_cursor) {
+    rc = DV_ENOMEM;
+    goto fail;
+  }
   if (o.background) {
     if (pthread_create(&s->bg, NULL, bg_main, s)) {
       rc = DV_ENOMEM;
@@ -494,6 +500,7 @@ int store_open(kv_db *kv, const store_opts *opts, store **out) {
   *out = s;
   return 0;
 fail:
+  dv_free(s->dbu_cursor);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->bg_mu);
   pthread_cond_destroy(&s->bg_cv);
@@ -511,6 +518,9 @@ void store_close(store *s) {
     pthread_join(s->bg, NULL);
   }
   st_db_free_all(s);
+  for (int p = 0; p < s->partitions; p++) buf_free(&s->dbu_cursor[p]);
+  dv_free(s->dbu_cursor);
+  pthread_mutex_destroy(&s->dbu_mu);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->bg_mu);
   pthread_cond_destroy(&s->bg_cv);

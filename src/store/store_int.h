@@ -98,6 +98,8 @@ struct store {
   pthread_mutex_t bg_mu;
   pthread_cond_t bg_cv;
   int64_t last_cleanup;   /* unix minutes of the last TxId cleanup */
+  pthread_mutex_t dbu_mu; /* one consumer at a time in this process; guards dbu_cursor */
+  dv_buf *dbu_cursor;     /* per partition: the last queue key this process consumed (dbupd.c) */
 };
 
 /* ---- keys ---------------------------------------------------------------- */
