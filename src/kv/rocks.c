@@ -102,6 +102,7 @@ typedef struct range {
 /* Write ranges of one committed batch, sorted and merged. */
 typedef struct hist {
   struct hist *next;               /* newer batch */
+  struct hist *prev;               /* older batch */
   int64_t version;                 /* its commit version */
   int64_t time_ms;                 /* when it committed */
   dv_buf bytes;                    /* range bytes */
@@ -999,8 +1000,10 @@ static int resolve(rdb *d, rtxn *t) {
   for (size_t i = 0; i < t->nreads; i++) {
     const range *r = &t->reads[i];
     const uint8_t *b = cb + r->b, *e = cb + r->e;
-    for (hist *h = d->h_old; h; h = h->next)
-      if (h->version > rv && conflicts_hist(h, b, r->bl, e, r->el)) return DV_ENOT_COMMITTED;
+    /* newest first, down to the read version: a walk from the oldest
+     * end would pass 5 s of batches for every read range */
+    for (hist *h = d->h_new; h && h->version > rv; h = h->prev)
+      if (conflicts_hist(h, b, r->bl, e, r->el)) return DV_ENOT_COMMITTED;
     for (int j = 0; j < d->nseg; j++)
       if (conflicts_hist(d->seg[j], b, r->bl, e, r->el)) return DV_ENOT_COMMITTED;
   }
@@ -1264,6 +1267,7 @@ static int history_add(rdb *d, int64_t version) {
   if (!h) return DV_ENOMEM;
   h->version = version;
   h->time_ms = now_ms();
+  h->prev = d->h_new;
   if (d->h_new) d->h_new->next = h;
   else d->h_old = h;
   d->h_new = h;
@@ -1275,7 +1279,8 @@ static void history_trim(rdb *d) {
   while (d->h_old && d->h_old->time_ms < cutoff) {
     hist *h = d->h_old;
     d->h_old = h->next;
-    if (!d->h_old) d->h_new = NULL;
+    if (d->h_old) d->h_old->prev = NULL;
+    else d->h_new = NULL;
     if (h->version > d->h_floor) d->h_floor = h->version;
     hist_free(h);
   }
