@@ -55,7 +55,7 @@ test('PUT a new doc: 201, ok/id/rev, ETag and Location', async () => {
   eq(r.json.id, 'p1');
   ok(REV.test(r.json.rev) && gen(r.json.rev) === 1, r.json.rev);
   eq(r.headers.etag, etagOf(r.json.rev));
-  eq(r.headers.location, U + '/docs/p1');
+  eq(r.headers.location, srv.base + '/docs/p1');
   const g = await get('/p1');
   eq(g.json, { _id: 'p1', _rev: r.json.rev, a: 1, nested: { b: [1, 2, { c: null }] } });
 });
@@ -280,7 +280,7 @@ test('design docs: PUT, GET, Location encodes the slash', async () => {
   const r = await put('/_design/dd', { language: 'javascript', views: {} });
   eq(r.status, 201);
   eq(r.json.id, '_design/dd');
-  eq(r.headers.location, U + '/docs/_design%2Fdd');
+  eq(r.headers.location, srv.base + '/docs/_design%2Fdd');
   const g = await get('/_design/dd');
   eq(g.status, 200);
   eq(g.json._id, '_design/dd');
@@ -299,7 +299,7 @@ test('ids with slashes, spaces and unicode round-trip', async () => {
     eq(g.json._id, id);
   }
   const r = await put('/' + enc('a/b/c'), {});
-  eq(r.headers.location, U + '/docs/a%2Fb%2Fc');
+  eq(r.headers.location, srv.base + '/docs/a%2Fb%2Fc');
 });
 
 // ---- GET ----------------------------------------------------------------------
@@ -565,7 +565,7 @@ test('COPY to a new id: 201, ok/id/rev, Location and ETag; same content', async 
   eq(r.json.id, 'c2copy');
   ok(REV.test(r.json.rev) && gen(r.json.rev) === 1);
   eq(r.headers.etag, etagOf(r.json.rev));
-  eq(r.headers.location, U + '/docs/c2copy');
+  eq(r.headers.location, srv.base + '/docs/c2copy');
   eq((await get('/c2copy')).json, { _id: 'c2copy', _rev: r.json.rev, a: [1, { b: 2 }], s: 'x' });
 });
 
@@ -628,7 +628,7 @@ test('POST /db without _id: 201, a fresh 32-hex id, Location', async () => {
   eq(Object.keys(r.json), ['ok', 'id', 'rev']);
   ok(/^[0-9a-f]{32}$/.test(r.json.id), r.json.id);
   ok(REV.test(r.json.rev));
-  eq(r.headers.location, U + '/docs/' + r.json.id);
+  eq(r.headers.location, srv.base + '/docs/' + r.json.id);
   eq((await get('/' + r.json.id)).json.p, 1);
   const r2 = await post({ p: 2 });
   ok(r2.json.id !== r.json.id);
@@ -698,7 +698,7 @@ test('_local: PUT 201 with rev 0-1, GET with ETag, Location', async () => {
   eq(r.status, 201);
   eq(r.json, { ok: true, id: '_local/l1', rev: '0-1' });
   eq(r.headers.etag, '"0-1"');
-  eq(r.headers.location, U + '/docs/_local%2Fl1');
+  eq(r.headers.location, srv.base + '/docs/_local%2Fl1');
   const g = await get('/_local/l1');
   eq(g.json, { _id: '_local/l1', _rev: '0-1', cp: 1 });
   eq(g.headers.etag, '"0-1"');

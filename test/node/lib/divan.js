@@ -10,6 +10,13 @@
 //
 // The binary is $DIVAN_BIN or ./divan (run `make` first). The server prints
 // "divan: listening on http://HOST:PORT/" on stdout once it accepts.
+//
+// Every server runs with a server admin (DIVAN_ADMIN, opts.admin, default
+// admin:testpass, or none with admin: null): srv.url carries its
+// credentials (http://admin:testpass@127.0.0.1:PORT), which t.js's req(),
+// nano and PouchDB all turn into Basic auth; srv.base is the same URL
+// without them, for anonymous requests. opts.env adds environment
+// variables; opts.config writes DATA/local.ini before the start.
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -22,7 +29,12 @@ function startDivan(opts = {}) {
   const bin = process.env.DIVAN_BIN ? path.resolve(process.env.DIVAN_BIN) : path.join(ROOT, 'divan');
   const dataDir = opts.dataDir || fs.mkdtempSync(path.join(process.env.TEST_TMPDIR || os.tmpdir(), 'divan-'));
   const args = ['serve', '--data', dataDir, '--bind', '127.0.0.1', '--port', '0', ...(opts.args || [])];
-  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const admin = opts.admin === undefined ? { name: 'admin', password: 'testpass' } : opts.admin;
+  const env = Object.assign({}, process.env, opts.env || {});
+  delete env.DIVAN_ADMIN;
+  if (admin) env.DIVAN_ADMIN = `${admin.name}:${admin.password}`;
+  if (opts.config !== undefined) fs.writeFileSync(path.join(dataDir, 'local.ini'), opts.config);
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   let log = '';
   proc.stderr.on('data', (d) => { log += d; if (process.env.DIVAN_LOG) process.stderr.write(d); });
   return new Promise((resolve, reject) => {
@@ -42,8 +54,11 @@ function startDivan(opts = {}) {
         const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
         return exited.finally(() => clearTimeout(t));
       };
+      const base = m[1];
+      const url = admin ? base.replace('http://', `http://${encodeURIComponent(admin.name)}:${encodeURIComponent(admin.password)}@`) : base;
       resolve({
-        url: m[1], port: Number(m[2]), pid: proc.pid, dataDir, proc,
+        url, base, admin, port: Number(m[2]), pid: proc.pid, dataDir, proc,
+        stdout: () => out,
         log: () => log,
         // A clean stop exits 0; anything else (a sanitizer report at exit,
         // a crash) fails the caller with the server's stderr.

@@ -7,6 +7,9 @@
 //
 // req(method, url, body?, headers?) sends one request (body: object → JSON,
 // string/Buffer as is) and resolves to { status, headers, text, json }.
+// Credentials in the URL (http://name:pw@host/…) become a Basic
+// Authorization header unless the caller gives one (an Authorization of
+// null sends none).
 'use strict';
 const assert = require('assert');
 const http = require('http');
@@ -39,6 +42,12 @@ function req(method, url, body, headers = {}) {
     const u = new URL(url);
     let data = null;
     const h = Object.assign({}, headers);
+    const authKey = Object.keys(h).find((k) => k.toLowerCase() === 'authorization');
+    if (authKey === undefined && u.username) {
+      h.Authorization = 'Basic ' + Buffer.from(decodeURIComponent(u.username) + ':' + decodeURIComponent(u.password)).toString('base64');
+    } else if (authKey !== undefined && h[authKey] === null) {
+      delete h[authKey];
+    }
     if (body !== undefined && body !== null) {
       if (Buffer.isBuffer(body) || typeof body === 'string') data = body;
       else { data = JSON.stringify(body); if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['Content-Type'] = 'application/json'; }
