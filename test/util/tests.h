@@ -11,4 +11,18 @@
   X(arena_realloc, 5) \
   X(arena_alloc_fail, 5) \
   X(md5_vectors, 5) \
-  X(md5_long, 10)
+  X(md5_long, 10) \
+  X(config_parse_basic, 5) \
+  X(config_parse_errors, 5) \
+  X(config_get_typed, 5) \
+  X(config_overrides, 5) \
+  X(config_persist_roundtrip, 10) \
+  X(config_persist_edges, 10) \
+  X(config_missing_file, 5) \
+  X(config_io_errors, 5) \
+  X(config_refused, 5) \
+  X(config_big_value, 10) \
+  X(config_each_order, 5) \
+  X(config_threads, 20) \
+  X(config_alloc_fail, 60) \
+  X(config_fuzz_smoke, 60)
