@@ -15,7 +15,7 @@ OPT      ?= -O2
 comma    := ,
 TAG      := $(notdir $(CC))$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 BUILD    := build/$(TAG)
-PKGS     := rocksdb libmicrohttpd
+PKGS     := rocksdb libmicrohttpd libcrypto
 
 # Recursive (=) on purpose: pkg-config runs at recipe time, after deps.sh.
 CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
@@ -75,7 +75,7 @@ FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/%,$(LIB_SRC)) src/store/body.c src/http/url.c -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/%,$(LIB_SRC)) src/store/body.c src/http/url.c src/http/crypto.c -lcrypto -lm
 
 fuzzers: $(FUZZERS)
 
