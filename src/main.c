@@ -15,9 +15,13 @@
 #include <signal.h>
 
 #include "cli/inspect.h"
+#include "http/auth.h"
+#include "http/crypto.h"
 #include "http/http.h"
 #include "kv/kv.h"
 #include "store/store.h"
+#include "util/alloc.h"
+#include "util/config.h"
 
 #define DIVAN_VERSION "0.1.0"
 
@@ -26,11 +30,14 @@ static void usage(FILE *out) {
           "divan %s — a CouchDB-compatible document database\n"
           "\n"
           "usage:\n"
-          "  divan serve [--data DIR] [--bind ADDR] [--port N] [--threads N]\n"
+          "  divan serve [--data DIR] [--config FILE] [--bind ADDR] [--port N] [--threads N]\n"
           "              [--max-request-size BYTES] [--max-document-size BYTES]\n"
           "              [--idle-timeout SECONDS]\n"
           "      start the server (defaults: --data ./data --bind 127.0.0.1 --port 5984;\n"
-          "      --port 0 picks a free port; the listening line on stdout names it)\n"
+          "      --port 0 picks a free port; the listening line on stdout names it;\n"
+          "      the ini file is --config FILE or DATA/local.ini; DIVAN_ADMIN=name:password\n"
+          "      adds a server admin for this run; with no admin at all, one is created\n"
+          "      and its password printed once)\n"
           "  divan inspect [--data DIR] [--db NAME]\n"
           "      print every key and value of the store decoded as tuples\n"
           "  divan --help       this text\n"
@@ -47,7 +54,10 @@ struct serve_opts {
   size_t max_body;     /* max_http_request_size, 0 = default */
   size_t max_doc;      /* max_document_size, 0 = default */
   int idle_timeout;    /* seconds before an idle connection is closed, 0 = default */
+  int given;           /* GIVEN_*: set on the command line */
 };
+
+enum { GIVEN_BIND = 1, GIVEN_PORT = 2 };
 
 static int parse_port(const char *s, int *out) {
   char *end;
@@ -67,17 +77,133 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
+/* ---- configuration ------------------------------------------------------------
+ *
+ * The ini file is --config FILE or DATA/local.ini (created when something
+ * is first written to it). Command-line flags win over it, then it wins
+ * over the defaults; DIVAN_ADMIN=name:password adds a server admin for
+ * this run only (kept in memory, hashed). Settings read here:
+ *
+ *   [chttpd] bind_address, port, max_http_request_size, server_threads,
+ *            idle_timeout
+ *   [couchdb] max_document_size
+ * (the rest are read where they are used: auth.c, server.c's CORS). */
+
+/* A flag given on the command line becomes an in-memory override, so
+ * /_config shows what runs; otherwise the file's value is used. */
+static int opt_str(dv_config *c, const char *sec, const char *key, const char **io, int given) {
+  if (given) return config_set(c, sec, key, *io, 0, NULL);
+  char *v = config_get(c, sec, key);
+  if (v) *io = v; /* kept for the process's life */
+  return 0;
+}
+
+static int opt_num(dv_config *c, const char *sec, const char *key, long long *io, int given, long long lo,
+                   long long hi) {
+  char b[32];
+  if (given) {
+    snprintf(b, sizeof b, "%lld", *io);
+    return config_set(c, sec, key, b, 0, NULL);
+  }
+  long long v = config_get_int(c, sec, key, -1);
+  if (v == -1) return 0;
+  if (v < lo || v > hi) {
+    fprintf(stderr, "divan: [%s] %s = %lld is out of range (%lld..%lld)\n", sec, key, v, lo, hi);
+    return DV_EINVAL;
+  }
+  *io = v;
+  return 0;
+}
+
+static int load_config(struct serve_opts *o, dv_config **out) {
+  char path[4096];
+  if (o->config) snprintf(path, sizeof path, "%s", o->config);
+  else snprintf(path, sizeof path, "%s/local.ini", o->data);
+  char err[256] = "";
+  dv_config *c;
+  int rc = config_load(path, &c, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "divan: cannot read %s: %s\n", path, err[0] ? err : dv_strerror(rc));
+    return rc;
+  }
+  long long port = o->port, threads = o->threads, body = (long long)o->max_body, doc = (long long)o->max_doc,
+            idle = o->idle_timeout;
+  rc = opt_str(c, "chttpd", "bind_address", &o->bind, o->given & GIVEN_BIND);
+  if (!rc) rc = opt_num(c, "chttpd", "port", &port, o->given & GIVEN_PORT, 0, 65535);
+  if (!rc) rc = opt_num(c, "chttpd", "server_threads", &threads, o->threads != 0, 1, 1024);
+  if (!rc) rc = opt_num(c, "chttpd", "max_http_request_size", &body, o->max_body != 0, 1, (long long)1 << 40);
+  if (!rc) rc = opt_num(c, "couchdb", "max_document_size", &doc, o->max_doc != 0, 1, (long long)1 << 40);
+  if (!rc) rc = opt_num(c, "chttpd", "idle_timeout", &idle, o->idle_timeout != 0, 1, 86400);
+  o->port = (int)port;
+  o->threads = (int)threads;
+  o->max_body = (size_t)body;
+  o->max_doc = (size_t)doc;
+  o->idle_timeout = (int)idle;
+  const char *env = getenv("DIVAN_ADMIN");
+  if (!rc && env && *env) {
+    const char *colon = strchr(env, ':');
+    if (!colon || colon == env || !colon[1]) {
+      fprintf(stderr, "divan: DIVAN_ADMIN must be name:password\n");
+      rc = DV_EINVAL;
+    } else {
+      char name[256], *hash = NULL;
+      snprintf(name, sizeof name, "%.*s", (int)(colon - env), env);
+      /* an override: hashed here, kept in memory, never written */
+      rc = cr_admin_hash(colon + 1, CR_SHA256, auth_iterations(c), &hash);
+      if (!rc) rc = config_set(c, "admins", name, hash, 0, NULL);
+      dv_free(hash);
+    }
+  }
+  if (rc) {
+    if (rc != DV_EINVAL) fprintf(stderr, "divan: configuration: %s\n", dv_strerror(rc));
+    config_free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+static int any_admin(void *arg, const char *section, const char *key, const char *value) {
+  (void)section, (void)key, (void)value;
+  *(int *)arg = 1;
+  return 1;
+}
+
+/* No server admin anywhere: make one, so that the server is never open to
+ * everyone. Its password is printed once; only its hash is kept. */
+static int first_admin(dv_config *c) {
+  int have = 0;
+  int rc = config_each(c, "admins", any_admin, &have);
+  if (rc < 0) return rc;
+  if (have) return 0;
+  uint8_t b[12];
+  char pw[17];
+  if (cr_random(b, sizeof b)) return DV_EIO;
+  cr_b64_encode(b, sizeof b, 1, pw);
+  char *hash;
+  rc = cr_admin_hash(pw, CR_SHA256, auth_iterations(c), &hash);
+  if (rc) return rc;
+  rc = config_set(c, "admins", "admin", hash, config_path(c) != NULL, NULL);
+  dv_free(hash);
+  if (rc) return rc;
+  printf("divan: created server admin \"admin\" with password \"%s\" (only its hash is kept, in %s)\n", pw,
+         config_path(c) ? config_path(c) : "memory");
+  fflush(stdout);
+  return 0;
+}
+
 static int cmd_serve(int argc, char **argv) {
-  struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0, 0};
+  struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0, 0, 0};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     size_t n;
     if (!strcmp(a, "--data") && v) o.data = v, i++;
-    else if (!strcmp(a, "--bind") && v) o.bind = v, i++;
+    else if (!strcmp(a, "--bind") && v) o.bind = v, o.given |= GIVEN_BIND, i++;
     else if (!strcmp(a, "--config") && v) o.config = v, i++;
     else if (!strcmp(a, "--port") && v) {
       if (parse_port(v, &o.port)) { fprintf(stderr, "divan: bad --port '%s'\n", v); return 2; }
+      o.given |= GIVEN_PORT;
       i++;
     } else if (!strcmp(a, "--threads") && v) {
       if (parse_size(v, &n) || n > 1024) { fprintf(stderr, "divan: bad --threads '%s'\n", v); return 2; }
@@ -97,7 +223,6 @@ static int cmd_serve(int argc, char **argv) {
       return 2;
     }
   }
-  if (o.config) fprintf(stderr, "divan: note: --config is not read yet (configuration files come later)\n");
 
   /* Block the stop signals in every thread; this one waits for them. */
   sigset_t stop;
@@ -110,28 +235,49 @@ static int cmd_serve(int argc, char **argv) {
   kv_db *kv = NULL;
   store *st = NULL;
   http_server *h = NULL;
+  dv_config *cfg = NULL;
   kv_rocks_opts ko = {.create_if_missing = 1};
   int rc = kv_open_rocks(o.data, &ko, &kv);
   if (rc) {
     fprintf(stderr, "divan: cannot open data directory %s: %s\n", o.data, dv_strerror(rc));
     return 1;
   }
+  rc = load_config(&o, &cfg);
+  if (rc) {
+    kv_close(kv);
+    return 1;
+  }
   store_opts so = {.max_document_size = o.max_doc, .background = 1};
   rc = store_open(kv, &so, &st);
   if (rc) {
     fprintf(stderr, "divan: cannot open the store in %s: %s\n", o.data, dv_strerror(rc));
+    config_free(cfg);
+    kv_close(kv);
+    return 1;
+  }
+  rc = first_admin(cfg);
+  if (!rc) rc = auth_setup(st, cfg);
+  if (rc) {
+    fprintf(stderr, "divan: cannot set up authentication: %s\n", dv_strerror(rc));
+    store_close(st);
+    config_free(cfg);
     kv_close(kv);
     return 1;
   }
   http_opts ho = {.bind = o.bind, .port = o.port, .threads = o.threads, .max_body = o.max_body,
-                  .timeout_s = o.idle_timeout, .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc};
+                  .timeout_s = o.idle_timeout, .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc,
+                  .config = cfg};
   rc = http_start(st, &ho, &h);
   if (rc) {
     fprintf(stderr, "divan: cannot listen on %s:%d: %s\n", o.bind, o.port, dv_strerror(rc));
     store_close(st);
+    config_free(cfg);
     kv_close(kv);
     return 1;
   }
+  char port_s[16];
+  snprintf(port_s, sizeof port_s, "%d", http_port(h));
+  if (config_set(cfg, "chttpd", "port", port_s, 0, NULL)) fprintf(stderr, "divan: note: /_config shows the configured port\n");
   int v6 = strchr(o.bind, ':') != NULL;
   printf("divan: listening on http://%s%s%s:%d/ (data %s)\n", v6 ? "[" : "", o.bind, v6 ? "]" : "",
          http_port(h), o.data);
@@ -141,6 +287,7 @@ static int cmd_serve(int argc, char **argv) {
   fprintf(stderr, "divan: stopping (signal %d)\n", sig);
   http_stop(h);
   store_close(st);
+  config_free(cfg);
   kv_close(kv);
   return 0;
 }

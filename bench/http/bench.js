@@ -76,7 +76,9 @@ async function startDivan() {
   if (!fs.existsSync(bin)) throw new Error(bin + ' not found (make, or set DIVAN_BIN)');
   const dir = path.join(TMP, 'divan');
   fs.mkdirSync(dir);
-  const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0', ...(process.env.DIVAN_ARGS ? process.env.DIVAN_ARGS.split(' ') : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // a server admin, as every divan has; its credentials ride in the URL
+  const env = Object.assign({}, process.env, { DIVAN_ADMIN: 'bench:benchpass' });
+  const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0', ...(process.env.DIVAN_ARGS ? process.env.DIVAN_ARGS.split(' ') : [])], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '', err = '';
   proc.stderr.on('data', (d) => { err += d; if (err.length > 65536) err = err.slice(-32768); });
   const url = await new Promise((res, rej) => {
@@ -85,7 +87,7 @@ async function startDivan() {
     proc.stdout.on('data', (d) => {
       out += d;
       const m = /listening on (http:\/\/[^\s/]+:\d+)\//.exec(out);
-      if (m) { clearTimeout(t); proc.removeAllListeners('exit'); res(m[1]); }
+      if (m) { clearTimeout(t); proc.removeAllListeners('exit'); res(m[1].replace('http://', 'http://bench:benchpass@')); }
     });
   });
   proc.stdout.resume();
@@ -130,6 +132,7 @@ function hreq(base, method, p, body) {
     const u = new URL(base + p);
     const data = body === undefined ? null : (typeof body === 'string' ? body : JSON.stringify(body));
     const headers = data === null ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) };
+    if (u.username) headers.Authorization = basicAuth(u);
     const r = http.request({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers, agent }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
@@ -193,9 +196,16 @@ function hold(servers, s) {
 }
 
 // Run wrk with wrk.lua; bash's `times` reports wrk's own CPU time.
+// "Basic …" for the credentials in a URL.
+function basicAuth(u) {
+  return 'Basic ' + Buffer.from(decodeURIComponent(u.username) + ':' + decodeURIComponent(u.password)).toString('base64');
+}
+
 function wrk(url, mode, conns, seconds, env) {
   const threads = Math.min(2, conns);
-  const args = ['-t', String(threads), '-c', String(conns), '-d', seconds + 's', '--timeout', '60s', '--latency', '-s', WRK_LUA, url + '/'];
+  const u = new URL(url);
+  env = Object.assign({}, env, { WRK_AUTH: u.username ? basicAuth(u) : '' });
+  const args = ['-t', String(threads), '-c', String(conns), '-d', seconds + 's', '--timeout', '60s', '--latency', '-s', WRK_LUA, u.origin + '/'];
   return new Promise((resolve, reject) => {
     const p = spawn('bash', ['-c', 'wrk "$@"; rc=$?; times; exit $rc', 'wrk', ...args], {
       env: Object.assign({}, process.env, { WRK_MODE: mode }, env), stdio: ['ignore', 'pipe', 'pipe'],
@@ -269,7 +279,8 @@ function bulkBodyFile() {
 function bigGet(base, p, keep) {
   return new Promise((resolve, reject) => {
     const u = new URL(base + p);
-    const r = http.get({ hostname: u.hostname, port: u.port, path: u.pathname + u.search, agent }, (res) => {
+    const headers = u.username ? { Authorization: basicAuth(u) } : {};
+    const r = http.get({ hostname: u.hostname, port: u.port, path: u.pathname + u.search, agent, headers }, (res) => {
       const chunks = [];
       let bytes = 0;
       res.on('data', (c) => { bytes += c.length; if (keep) chunks.push(c); });

@@ -8,6 +8,7 @@
 --                     random startkey
 --   WRK_MODE=trivial  GET /  (the generator's own ceiling)
 --   WRK_DB, WRK_N (preloaded docs, ids d0000000..), WRK_PAGE
+--   WRK_AUTH          an Authorization header for every request (divan's admin)
 --
 -- done() prints one line, "WRKJSON {...}", that bench.js parses: requests,
 -- duration, p50/p99 latency in microseconds, errors by kind.
@@ -30,6 +31,11 @@ end
 
 local body = nil
 local json_headers = { ["Content-Type"] = "application/json" }
+local auth = os.getenv("WRK_AUTH") or ""
+if auth ~= "" then
+  json_headers["Authorization"] = auth
+  wrk.headers["Authorization"] = auth
+end
 
 function init(args)
   math.randomseed(os.time() + (tno or 0) * 7919)

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/auth.h"
 #include "http/http_int.h"
 
 /* CouchDB's default max_bulk_docs_count and max_bulk_get_count. */
@@ -367,6 +368,13 @@ void hapi_bulk_docs(hreq *r) {
     d[i].doc = docs->u.items[i];
     if (bdoc_check(r, &d[i], new_edits)) return;
     if (d[i].local && bdoc_local(r, &d[i])) return;
+    /* Design documents need a db admin; the request is refused whole
+     * (CouchDB refuses them one by one). The users database's rules are
+     * applied to single-document requests only, so its members may not
+     * write in bulk. */
+    const json_val *id = json_obj_getz(d[i].doc, "_id");
+    int design = id && id->type == JSON_STRING && id->len >= 8 && !memcmp(id->u.s, "_design/", 8);
+    if (((design || auth_is_users_db(r)) && auth_db_admin(r))) return;
   }
   size_t *slot = NULL, *round_end = NULL, n_rounds = 0, n_edits = 0;
   if (bulk_rounds(r, d, n, new_edits, &slot, &round_end, &n_rounds, &n_edits)) return;

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "http/auth.h"
 #include "http/http_int.h"
 
 void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t purge_seq); /* h_server.c */
@@ -105,7 +106,7 @@ void hapi_revs_limit(hreq *r) {
     }
   } else {
     json_val *v;
-    if (hreq_json_body(r, 0, &v)) return;
+    if (auth_db_admin(r) || hreq_json_body(r, 0, &v)) return;
     if (v->type != JSON_NUMBER || json_num_int64(v->u.s, v->len, &n) || n < 1) {
       hres_errs(r, 400, "bad_request", "revs_limit must be a positive integer");
       return;
@@ -140,11 +141,11 @@ void hapi_security(hreq *r) {
   int rc;
   if (r->method == HM_GET) {
     json_val *sec;
-    rc = store_db_get_security(r->db, &r->a, &sec);
+    rc = auth_security(r, &sec); /* never set: [couchdb] default_security's object */
     if (!rc) hres_json(r, 200, sec);
   } else {
     json_val *sec;
-    if (hreq_json_body(r, 1, &sec)) return;
+    if (auth_db_admin(r) || hreq_json_body(r, 1, &sec)) return;
     if (!sec_part_ok(json_obj_getz(sec, "admins")) || !sec_part_ok(json_obj_getz(sec, "members"))) {
       hres_errs(r, 400, "bad_request", "names and roles must be arrays of strings");
       return;

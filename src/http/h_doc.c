@@ -25,7 +25,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "http/auth.h"
 #include "http/http_int.h"
+#include "http/users.h"
+#include "util/alloc.h"
 #include "http/url.h"
 
 #define DOC_ALLOW "DELETE,GET,HEAD,POST,PUT,COPY" /* chttpd_db's 405 list */
@@ -594,6 +597,19 @@ static void doc_get(hreq *r, const docq *q) {
     read_err(r, rc);
     return;
   }
+  if (auth_is_users_db(r) && !r->is_admin && !r->db_admin) {
+    users_ctx u = {.name = r->user, .is_admin = 0};
+    char *pub = config_get(hsrv_config(r->srv), "chttpd_auth", "public_fields");
+    users_err e = {0};
+    json_val *out;
+    rc = users_check_read(&r->a, &u, r->docid, r->docid_len, doc, pub, &out, &e);
+    dv_free(pub);
+    if (rc) {
+      hres_errs(r, e.status ? e.status : 404, e.error ? e.error : "not_found", e.reason ? e.reason : "missing");
+      return;
+    }
+    doc = out;
+  }
   send_doc(r, doc);
 }
 
@@ -657,6 +673,40 @@ static const wans ANS_PUT = {201, 200, 1, 1};
 static const wans ANS_DELETE = {200, 200, 1, 0};
 static const wans ANS_COPY = {201, 201, 1, 1};
 static const wans ANS_POST = {201, 201, 0, 1};
+
+/* May the requester write doc to id? Design documents need a db admin;
+ * _users documents follow users.c's rules, which may replace *doc (a
+ * plaintext password becomes PBKDF2 fields). doc NULL: a deletion. -1 with
+ * the error written. */
+static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
+  if (has_prefix(id, n, "_design/") && auth_db_admin(r)) return -1;
+  if (!auth_is_users_db(r) || is_local(id, n)) return 0;
+  json_val *old = NULL;
+  int rc = store_doc_get(r->db, id, n, NULL, 0, &r->a, &old);
+  if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) old = NULL, rc = 0;
+  if (rc) {
+    hres_err(r, rc);
+    return -1;
+  }
+  json_val *nd = doc ? *doc : json_new_object(&r->a);
+  if (!nd || (!doc && json_obj_setz(&r->a, nd, "_deleted", json_new_bool(&r->a, 1)))) {
+    hres_err(r, DV_ENOMEM);
+    return -1;
+  }
+  users_ctx u = {.name = r->user, .is_admin = r->is_admin || r->db_admin};
+  char *prf = config_get(hsrv_config(r->srv), "chttpd_auth", "pbkdf2_prf");
+  json_val *out = NULL;
+  users_err e = {0};
+  rc = users_check_write(&r->a, &u, id, n, nd, old, prf && *prf ? prf : "sha256", auth_iterations(hsrv_config(r->srv)),
+                         &out, &e);
+  dv_free(prf);
+  if (rc) {
+    hres_errs(r, e.status ? e.status : 403, e.error ? e.error : "forbidden", e.reason ? e.reason : "forbidden");
+    return -1;
+  }
+  if (doc) *doc = out;
+  return 0;
+}
 
 /* Write a _local document: doc is the request's object (its _rev and
  * _revisions are dropped here; the rev is `rev` when have). batch answers
@@ -734,6 +784,7 @@ static void doc_put(hreq *r, const docq *q, int local) {
       return;
     }
   }
+  if (write_allowed(r, r->docid, r->docid_len, &doc)) return;
   store_edit e;
   int rc = store_edit_from_json(&r->a, doc, q->new_edits, &e);
   if (rc) {
@@ -779,6 +830,7 @@ static void doc_delete(hreq *r, int local) {
   trev rev;
   int have;
   if (pick_rev(r, NULL, qs, qn, &rev, &have)) return;
+  if (write_allowed(r, r->docid, r->docid_len, NULL)) return;
   store_edit e;
   memset(&e, 0, sizeof e);
   e.id = r->docid;
@@ -858,6 +910,7 @@ static void doc_copy(hreq *r, int local) {
     local_write(r, doc, tid, tn, &trv, have_t, 0, &ANS_COPY);
     return;
   }
+  if (write_allowed(r, tid, tn, &doc)) return;
   store_edit e;
   rc = store_edit_from_json(&r->a, doc, 1, &e);
   if (rc) {
@@ -923,6 +976,11 @@ static void att_req(hreq *r, int local) {
 void hapi_doc(hreq *r) {
   if (hreq_open_db(r)) return;
   int local = is_local(r->docid, r->docid_len);
+  if (r->users_doc && !r->db_admin && (r->sub || local || hq_get(r, "open_revs", NULL))) {
+    /* a _users document outside a member's rights: only its plain form */
+    hres_errs(r, 403, "forbidden", "Only admins may do this in the users database.");
+    return;
+  }
   if (r->sub) {
     att_req(r, local);
     return;
@@ -986,6 +1044,7 @@ void hapi_doc_post(hreq *r) {
     local_write(r, doc, id, n, &brev, have_b, batch, &ANS_POST);
     return;
   }
+  if (write_allowed(r, id, n, &doc)) return;
   store_edit e;
   int rc = store_edit_from_json(&r->a, doc, 1, &e);
   if (rc) {

@@ -17,6 +17,7 @@
  */
 #include <string.h>
 
+#include "http/auth.h"
 #include "http/http_int.h"
 
 #define PURGE_MAX_DOCS 100   /* CouchDB's [purge] max_document_id_number */
@@ -101,7 +102,7 @@ void hapi_purge(hreq *r) {
   if (hreq_json_body(r, 1, &body)) return;
   pdoc *docs;
   if (parse_body(r, body, &docs)) return;
-  if (hreq_open_db(r)) return;
+  if (hreq_open_db(r) || auth_db_admin(r)) return;
   for (size_t i = 0; i < body->len; i++) {
     pdoc *d = &docs[i];
     int rc = store_purge(r->db, d->id, d->id_len, d->revs, d->n, &r->a, &d->purged, &d->n_purged);
@@ -151,7 +152,7 @@ void hapi_purged_infos_limit(hreq *r) {
       return;
     }
   }
-  if (hreq_open_db(r)) return;
+  if (hreq_open_db(r) || (r->method != HM_GET && auth_db_admin(r))) return;
   int rc;
   if (r->method == HM_GET) {
     rc = store_db_get_purged_infos_limit(r->db, &n);

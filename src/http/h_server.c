@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http/auth.h"
+#include "http/crypto.h"
 #include "http/http_int.h"
+#include "util/alloc.h"
 
 #define NODE_NAME "divan@127.0.0.1"
 #define COUCH_VERSION "3.3.3" /* the CouchDB API level divan speaks */
@@ -332,10 +335,97 @@ static json_val *config_now(hreq *r) {
   return c;
 }
 
+struct cfg_json {
+  hreq *r;
+  json_val *root;    /* sections */
+  int err;
+};
+
+static int cfg_add(void *arg, const char *section, const char *key, const char *value) {
+  struct cfg_json *c = arg;
+  dv_arena *a = &c->r->a;
+  json_val *s = json_obj_getz(c->root, section);
+  if (!s) {
+    s = json_new_object(a);
+    if (!s || json_obj_setz(a, c->root, section, s)) return c->err = DV_ENOMEM;
+  }
+  if (json_obj_setz(a, s, key, json_new_stringz(a, value))) return c->err = DV_ENOMEM;
+  return 0;
+}
+
+/* Every section: the running settings, then what the ini file and the
+ * overrides say (they win). */
+static json_val *config_all(hreq *r) {
+  struct cfg_json c = {.r = r, .root = config_now(r)};
+  if (!c.root) return NULL;
+  dv_config *cfg = hsrv_config(r->srv);
+  if (cfg && config_each(cfg, NULL, cfg_add, &c)) return NULL;
+  return c.err ? NULL : c.root;
+}
+
+/* PUT/DELETE /_node/{name}/_config/{section}/{key}: the old value as a JSON
+ * string ("" when there was none); admins' passwords are stored hashed;
+ * written to the ini file. */
+static void config_write(hreq *r) {
+  dv_config *cfg = hsrv_config(r->srv);
+  if (!cfg || r->nseg != 5) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  const char *section = r->seg[3], *key = r->seg[4];
+  if (strlen(section) != r->seg_len[3] || strlen(key) != r->seg_len[4] || !*key) {
+    hres_errs(r, 400, "bad_request", "Invalid section or key.");
+    return;
+  }
+  char *old = NULL;
+  int rc;
+  if (r->method == HM_DELETE) {
+    rc = config_delete(cfg, section, key, 1, &old);
+    if (rc == DV_ENOT_FOUND) {
+      hres_errs(r, 404, "not_found", "unknown_config_value");
+      return;
+    }
+  } else {
+    json_val *v;
+    if (hreq_json_body(r, 0, &v)) return;
+    if (v->type != JSON_STRING || memchr(v->u.s, 0, v->len)) {
+      hres_errs(r, 400, "bad_request", "request body must be a JSON string");
+      return;
+    }
+    const char *val = arena_strndup(&r->a, v->u.s, v->len);
+    char *hashed = NULL;
+    if (!strcmp(section, "admins") && !cr_admin_is_hashed(val)) {
+      rc = cr_admin_hash(val, CR_SHA256, auth_iterations(cfg), &hashed);
+      if (rc) {
+        hres_err(r, rc);
+        return;
+      }
+      val = hashed;
+    }
+    rc = config_set(cfg, section, key, val, 1, &old);
+    dv_free(hashed);
+  }
+  if (rc) {
+    dv_free(old);
+    if (rc == DV_EINVAL) hres_errs(r, 400, "bad_request", "The value cannot be written to the configuration file.");
+    else hres_err(r, rc);
+    return;
+  }
+  if (!strcmp(section, "admins") || !strcmp(section, "chttpd_auth")) auth_cache_clear();
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_strz(&w, old ? old : "");
+  dv_free(old);
+}
+
 void hapi_node(hreq *r) {
   /* /_node/{name}[/_config[/section[/key]]] — name is _local or ours */
   if (r->nseg < 2 || (strcmp(r->seg[1], "_local") && strcmp(r->seg[1], NODE_NAME))) {
     hres_errs(r, 404, "not_found", "missing");
+    return;
+  }
+  if (r->nseg >= 3 && !strcmp(r->seg[2], "_config") && (r->method == HM_PUT || r->method == HM_DELETE)) {
+    config_write(r);
     return;
   }
   if (r->method != HM_GET && r->method != HM_HEAD) {
@@ -352,7 +442,7 @@ void hapi_node(hreq *r) {
     hres_errs(r, 404, "not_found", "missing");
     return;
   }
-  json_val *c = config_now(r);
+  json_val *c = config_all(r);
   if (!c) {
     hres_err(r, DV_ENOMEM);
     return;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/auth.h"
 #include "http/route.h"
 #include "http/url.h"
 
@@ -65,7 +66,7 @@ int hreq_open_db(hreq *r) {
       hres_err(r, rc);
     return -1;
   }
-  return 0;
+  return auth_db_member(r);
 }
 
 int hreq_need_json(hreq *r) {

@@ -27,6 +27,7 @@ typedef struct http_opts {
   const char *version;    /* divan's version, for GET / */
   const char *data_dir;   /* shown by /_node/_local/_config */
   size_t max_document_size; /* the store's limit, shown by _config */
+  struct dv_config *config; /* the ini configuration (auth, CORS, _config); not owned */
 } http_opts;
 
 typedef struct http_server http_server;

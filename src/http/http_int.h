@@ -21,7 +21,7 @@
  * that fails writes the CouchDB error with hres_err()/hres_errs() and
  * returns.
  *
- * Not here: authentication (issue 6), attachments (issue 7).
+ * Authentication and authorization: auth.h. Not here: attachments (issue 7).
  */
 #ifndef DV_HTTP_INT_H
 #define DV_HTTP_INT_H
@@ -94,11 +94,20 @@ typedef struct hreq {
   size_t docid_len;
   int sub;                        /* index of the first segment after the doc id
                                      (attachment name), or 0 when none */
+  /* who is asking (auth.c) */
+  const char *user;               /* authenticated name, NULL = anonymous */
+  const char **roles;             /* its roles (arena) */
+  int nroles;
+  int is_admin;                   /* a server admin (role _admin) */
+  const char *auth_via;           /* "cookie", "default" (Basic), "proxy", or NULL */
+  int db_admin;                   /* auth_db_member found a db admin */
+  int need_db_admin;              /* the router wants a db admin for this path */
+  int users_doc;                  /* a document request on _users: users.c's rules, not _security */
   /* the response */
   int status;                     /* 0 until a handler set one */
   const char *ctype;              /* Content-Type (default application/json) */
   dv_buf out;                     /* the body */
-  hhdr hdr[16];                   /* extra response headers */
+  hhdr hdr[24];                   /* extra response headers */
   int nhdr;
   hfeed *feed;                    /* a streamed body (hres_feed) */
 } hreq;

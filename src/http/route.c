@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "http/auth.h"
 #include "http/route.h"
 
 static int is(const hreq *r, int i, const char *s) {
@@ -42,7 +43,7 @@ static void server_route(hreq *r) {
   else if (is(r, 0, "_membership")) hapi_membership(r);
   else if (is(r, 0, "_node")) hapi_node(r);
   else if (is(r, 0, "_replicate") || is(r, 0, "_scheduler")) not_yet(r, "Replication");
-  else if (is(r, 0, "_session")) not_yet(r, "Authentication");
+  else if (is(r, 0, "_session")) hapi_session(r);
   else {
     r->db_name = r->seg[0];
     (void)hreq_open_db(r); /* writes CouchDB's illegal_database_name */

@@ -38,11 +38,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "http/auth.h"
 #include "http/http_int.h"
 #include "http/route.h"
 #include "util/alloc.h"
@@ -141,6 +143,7 @@ void http_uuid(char out[33]) {
 
 store *hsrv_store(hsrv *s) { return s->st; }
 const char *hsrv_uuid(hsrv *s) { return s->uuid; }
+dv_config *hsrv_config(hsrv *s) { return s->o.config; }
 const http_opts *hsrv_opts(hsrv *s) { return &s->o; }
 int http_port(http_server *h) { return h->port; }
 
@@ -148,11 +151,86 @@ int http_port(http_server *h) { return h->port; }
 
 static void buf_release(void *p) { dv_free(p); }
 
+/* ---- CORS ([chttpd] enable_cors, [cors]; chttpd_cors.erl) --------------------
+ *
+ * A request with an Origin header that [cors] origins allows ("*" or a
+ * comma-separated list) gets Access-Control-Allow-Origin (the origin
+ * itself when credentials are allowed), -Allow-Credentials and
+ * -Expose-Headers; a preflight (OPTIONS with Access-Control-Request-Method)
+ * is answered here with the allowed methods and headers. Nothing is added
+ * when CORS is off or the origin is not allowed. */
+
+#define CORS_METHODS "GET, HEAD, POST, PUT, DELETE, TRACE, CONNECT, COPY, OPTIONS"
+#define CORS_HEADERS "accept, accept-language, authorization, content-length, content-range, content-type, destination, expires, if-match, last-modified, origin, pragma, referer, x-couchdb-www-authenticate, x-http-method-override, x-requested-with, x-couchdb-vhost-path"
+#define CORS_EXPOSE "content-type, cache-control, accept-ranges, etag, server, x-couch-request-id, x-couch-update-newrev, x-couchdb-body-time"
+
+static int list_has(const char *list, const char *item) {
+  size_t n = strlen(item);
+  const char *p = list;
+  while (p && *p) {
+    while (*p == ' ' || *p == ',') p++;
+    const char *e = p;
+    while (*e && *e != ',') e++;
+    const char *t = e;
+    while (t > p && t[-1] == ' ') t--;
+    if ((size_t)(t - p) == n && !strncasecmp(p, item, n)) return 1;
+    p = e;
+  }
+  return 0;
+}
+
+/* The origin to allow, in r's arena, or NULL. */
+static const char *cors_origin(hreq *r, int *credentials) {
+  dv_config *c = r->srv->o.config;
+  const char *origin = hreq_hdr(r, "Origin");
+  if (!c || !origin || !*origin || !config_get_bool(c, "chttpd", "enable_cors", 0)) return NULL;
+  char *origins = config_get(c, "cors", "origins");
+  int any = origins && !strcmp(origins, "*");
+  int ok = any || (origins && list_has(origins, origin));
+  dv_free(origins);
+  if (!ok) return NULL;
+  *credentials = config_get_bool(c, "cors", "credentials", 0);
+  return any && !*credentials ? "*" : origin;
+}
+
+/* A preflight answered here: 1 (r->status set), else 0. */
+static int cors_preflight(hreq *r) {
+  if (r->method != HM_OPTIONS || !hreq_hdr(r, "Access-Control-Request-Method")) return 0;
+  int cred = 0;
+  const char *o = cors_origin(r, &cred);
+  if (!o) return 0;
+  dv_config *c = r->srv->o.config;
+  char *methods = config_get(c, "cors", "methods"), *headers = config_get(c, "cors", "headers");
+  const char *want = hreq_hdr(r, "Access-Control-Request-Method");
+  int ok = list_has(methods ? methods : CORS_METHODS, want);
+  if (ok) {
+    hres_header(r, "Access-Control-Allow-Origin", o);
+    if (cred) hres_header(r, "Access-Control-Allow-Credentials", "true");
+    hres_header(r, "Access-Control-Allow-Methods", methods ? methods : CORS_METHODS);
+    hres_header(r, "Access-Control-Allow-Headers", headers ? headers : CORS_HEADERS);
+    char *age = config_get(c, "cors", "max_age");
+    hres_header(r, "Access-Control-Max-Age", age ? age : "600");
+    dv_free(age);
+  }
+  dv_free(methods);
+  dv_free(headers);
+  if (!ok) return 0;
+  hres_raw(r, 204, "text/plain", "", 0);
+  return 1;
+}
+
 static void add_common_headers(hreq *r, struct MHD_Response *res, const char *ctype) {
   MHD_add_response_header(res, "Content-Type", ctype);
   MHD_add_response_header(res, "Cache-Control", "must-revalidate");
   MHD_add_response_header(res, "Server", r->srv->server_hdr);
   for (int i = 0; i < r->nhdr; i++) MHD_add_response_header(res, r->hdr[i].name, r->hdr[i].val);
+  int cred = 0;
+  const char *o = r->method == HM_OPTIONS && hreq_hdr(r, "Access-Control-Request-Method") ? NULL : cors_origin(r, &cred);
+  if (o) {
+    MHD_add_response_header(res, "Access-Control-Allow-Origin", o);
+    if (cred) MHD_add_response_header(res, "Access-Control-Allow-Credentials", "true");
+    MHD_add_response_header(res, "Access-Control-Expose-Headers", CORS_EXPOSE);
+  }
 }
 
 static enum MHD_Result send_response(hreq *r) {
@@ -431,7 +509,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return answer_now(x);
   }
   if (hreq__split_path(r) == 0 &&
-      MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r) >= 0 && !r->status)
+      MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r) >= 0 && !r->status &&
+      !cors_preflight(r) && !auth_identify(r) && !auth_authorize(r))
     route_request(r);
   return answer_now(x);
 }

@@ -74,7 +74,8 @@ test('Expect other than 100-continue: 417', async () => {
 });
 
 test('Expect: 100-continue works', async () => {
-  const got = await raw(srv.port, 'PUT /db/cont HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 7\r\n\r\n{"a":1}', 1500);
+  const auth = 'Basic ' + Buffer.from('admin:testpass').toString('base64');
+  const got = await raw(srv.port, `PUT /db/cont HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 7\r\n\r\n{"a":1}`, 1500);
   ok(/HTTP\/1\.1 201/.test(got), got);
 });
 

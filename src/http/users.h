@@ -1,0 +1,126 @@
+/* users.h — the native rules of CouchDB's `_users` database: who may write
+ * and read which account document, and the hashing of a plaintext
+ * "password" on write.
+ *
+ * CouchDB enforces these in two places, and divan reproduces both, in the
+ * same order and with the same error reasons:
+ *
+ *   couch_users_db.erl   before_doc_update (who may write the document at
+ *                        all; the "password" -> pbkdf2 credentials rewrite)
+ *                        and after_doc_read (what a reader may see);
+ *   _design/_auth        the validate_doc_update function every _users
+ *                        database is born with (couch_js_functions.hrl,
+ *                        AUTH_DB_DOC_VALIDATE_FUNCTION), written here in C
+ *                        with JavaScript's semantics (truthiness, ==, ===,
+ *                        string conversion) where a malformed document
+ *                        would tell them apart.
+ *
+ * A write goes through, in CouchDB's order:
+ *   1. access    a server/db admin, the owner (the name after
+ *                "org.couchdb.user:" in the id equals the requester's), or
+ *                an anonymous requester (signup) pass; anyone else gets
+ *                404 not_found "missing" (before_doc_update's throw(not_found));
+ *   2. password  a non-null "password" is replaced by password_scheme,
+ *                pbkdf2_prf, salt, iterations and derived_key (salt kept
+ *                when "preserve_salt" is true); a password that is not a
+ *                string is 403 "Password value of '…' is invalid." with the
+ *                value printed as Erlang's ~p would;
+ *   3. validate  design documents: admins only (couch_db's check_is_admin);
+ *                other documents: the _auth rules on the rewritten document.
+ * The expensive PBKDF2 runs last, once everything else has passed: the
+ * rules only look at the types of the fields it fills, so the answer is the
+ * same as CouchDB's, without hashing for a write that is refused anyway.
+ *
+ * _local documents have none of this (CouchDB skips both hooks for them):
+ * both checks pass them through unchanged.
+ *
+ * Not here: the [chttpd_auth] password_regexp requirements (no regexp
+ * engine yet) and the legacy "simple" password_scheme. The caller reads the
+ * configuration (pbkdf2_prf, iterations, public_fields) and passes it in.
+ */
+#ifndef DV_HTTP_USERS_H
+#define DV_HTTP_USERS_H
+
+#include <stddef.h>
+
+#include "json/json.h"
+#include "util/arena.h"
+#include "util/err.h"
+
+#define USERS_ID_PREFIX "org.couchdb.user:" /* every account document's id starts so */
+
+/* Who is asking. */
+typedef struct users_ctx {
+  const char *name; /* the requester's name (NUL-terminated), NULL when anonymous */
+  int is_admin;     /* server admin or _users db admin */
+} users_ctx;
+
+/* Why a request was refused: CouchDB's status and {"error","reason"}.
+ * Both checks clear it first, so it reads 0/NULL/NULL after a success. */
+typedef struct users_err {
+  int status;         /* 403, 404, 401, 500 (0 when ok) */
+  const char *error;  /* "forbidden", "not_found", "unauthorized", ... */
+  const char *reason; /* CouchDB's text; static, or in the arena passed in */
+} users_err;
+
+/* users_check_write/users_check_read return 0, USERS_REFUSED when the
+ * request is refused (the client's doing: *e says what to answer), or a
+ * negative DV_E* code when the server failed (DV_ENOMEM; DV_EIO when no
+ * randomness for a salt; DV_EINTERNAL when libcrypto fails) — *e is then
+ * filled too (500 and the code's error/reason), so a caller can always
+ * answer with *e. */
+#define USERS_REFUSED 1
+
+/* Check one write of the document `id` (id_len bytes, as in the URL or the
+ * doc's _id) in the users database.
+ *
+ *   doc    the new document as the client sent it (an object; may carry
+ *          "_deleted": true);
+ *   old    the current winning document body (with _id, _rev, ...), or NULL
+ *          when the document does not exist or is deleted;
+ *   prf_name, iterations   [chttpd_auth] pbkdf2_prf (NULL: "sha256") and
+ *          iterations for a new password.
+ *
+ * On success *out is doc itself, or, when doc has a plaintext "password"
+ * that is not null, a new object in arena a: doc's members ("_" members
+ * first) without password, password_sha, preserve_salt and the old
+ * credentials, plus password_scheme "pbkdf2", pbkdf2_prf, salt (32 hex
+ * chars), iterations and derived_key (hex), in CouchDB's order. The new
+ * object shares doc's other values. *out is written only on success.
+ *
+ * Refusals (status, error, reason), in the order they are checked:
+ *   404 not_found   "missing"       a non-admin writing another user's doc
+ *                                   (or any non-account id, design docs too)
+ *   403 forbidden   "Server cannot hash passwords at this time."
+ *                                   prf_name or iterations unusable
+ *   403 forbidden   "Password value of '<~p>' is invalid."
+ *   403 forbidden   "Salt value of '<~p>' is invalid."   (preserve_salt)
+ *   401 unauthorized "You are not a db or server admin."  anonymous, design doc
+ *   403 forbidden   the _auth rules' reasons (users.c lists them)
+ *   500 TypeError   where the _auth function itself crashes on a malformed
+ *                   document (a name that is a number, a non-admin deleting
+ *                   a document that does not exist)
+ */
+int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len,
+                      const json_val *doc, const json_val *old, const char *prf_name,
+                      long iterations, json_val **out, users_err *e) DV_MUST_CHECK;
+
+/* What a requester may see of the users-database document `id` (CouchDB's
+ * after_doc_read). An admin, or the account's owner, sees doc as it is:
+ * *out = doc. Anyone else sees only the members named in public_fields
+ * ([chttpd_auth] public_fields: names separated by commas with optional
+ * blanks around them; NULL is ""), plus doc's "_" members (_id, _rev, ...):
+ * *out is then a new object in arena a. When no public member remains the
+ * answer is 404 not_found "missing". Design documents: 403 forbidden "Only
+ * administrators can view design docs in the users database." for
+ * non-admins. Returns as users_check_write. */
+int users_check_read(dv_arena *a, const users_ctx *u, const char *id, size_t id_len,
+                     const json_val *doc, const char *public_fields, json_val **out,
+                     users_err *e) DV_MUST_CHECK;
+
+/* The user name in an id "org.couchdb.user:NAME": a pointer into id and its
+ * length in *name_len (0 for "org.couchdb.user:"), or NULL (and *name_len
+ * untouched) for any other id. */
+const char *users_name_of(const char *id, size_t id_len, size_t *name_len);
+
+#endif
