@@ -445,7 +445,11 @@ static int auth_basic(hreq *r) {
   }
   raw[rl] = 0;
   uint8_t *colon = memchr(raw, ':', rl);
-  if (!colon || memchr(raw, 0, rl)) return 0; /* CouchDB: no name:password pair, anonymous */
+  if (!colon) return 0; /* CouchDB: no name:password pair, anonymous */
+  if (memchr(raw, 0, rl)) { /* a NUL would cut the name or password short: never a match */
+    hres_errs(r, 401, "unauthorized", "Name or password is incorrect.");
+    return -1;
+  }
   *colon = 0;
   const char *name = (const char *)raw, *password = (const char *)colon + 1;
   if (!strcmp(name, "_") && !strcmp(password, "_")) return 0; /* the "log out" pair */
@@ -697,6 +701,11 @@ static void put_roles(json_w *w, const char *const *roles, int n) {
 }
 
 static void session_get(hreq *r) {
+  const char *basic = hq_get(r, "basic", NULL);
+  if (!r->user && basic && !strcmp(basic, "true")) {
+    hres_errs(r, 401, "unauthorized", "Please login.");
+    return;
+  }
   json_w w;
   hres_jw(r, 200, &w);
   json_w_obj_begin(&w);
@@ -728,20 +737,37 @@ static void session_get(hreq *r) {
 static void session_post(hreq *r) {
   const char *ct = hreq_hdr(r, "Content-Type");
   const char *name = NULL, *password = NULL;
+  const char *uname = NULL;
+  int have_name = 0, have_uname = 0;
   if (ct && !strncasecmp(ct, "application/x-www-form-urlencoded", 33)) {
     name = r->body ? form_field(r, r->body, r->body_len, "name") : NULL;
+    uname = r->body ? form_field(r, r->body, r->body_len, "username") : NULL;
     password = r->body ? form_field(r, r->body, r->body_len, "password") : NULL;
+    have_name = name != NULL, have_uname = uname != NULL;
   } else if (ct && !strncasecmp(ct, "application/json", 16)) {
     json_val *b;
     if (hreq_json_body(r, 1, &b)) return;
-    const json_val *n = json_obj_getz(b, "name"), *p = json_obj_getz(b, "password");
+    const json_val *n = json_obj_getz(b, "name"), *un = json_obj_getz(b, "username"), *p = json_obj_getz(b, "password");
+    have_name = n != NULL, have_uname = un != NULL;
     /* a NUL inside either would cut it short: such a pair never matches */
     if (n && n->type == JSON_STRING && !memchr(n->u.s, 0, n->len)) name = arena_strndup(&r->a, n->u.s, n->len);
+    if (un && un->type == JSON_STRING && !memchr(un->u.s, 0, un->len)) uname = arena_strndup(&r->a, un->u.s, un->len);
     if (p && p->type == JSON_STRING && !memchr(p->u.s, 0, p->len)) password = arena_strndup(&r->a, p->u.s, p->len);
   } else {
     hres_errs(r, 415, "bad_content_type", "Content-Type must be application/x-www-form-urlencoded or application/json");
     return;
   }
+  /* couch_httpd_auth:extract_username: "name" or "username", not two
+   * different ones, and one of them */
+  if (!have_name && !have_uname) {
+    hres_errs(r, 400, "bad_request", "request body must contain a username");
+    return;
+  }
+  if (have_name && have_uname && (!name || !uname || strcmp(name, uname))) {
+    hres_errs(r, 400, "bad_request", "request body contains different usernames");
+    return;
+  }
+  if (!have_name) name = uname;
   int ok = 0;
   const char **roles = NULL;
   int nroles = 0;

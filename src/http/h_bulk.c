@@ -34,6 +34,8 @@
 
 #include "http/auth.h"
 #include "http/http_int.h"
+#include "http/users.h"
+#include "util/alloc.h"
 
 /* CouchDB's default max_bulk_docs_count and max_bulk_get_count. */
 #define BULK_MAX_DOCS 10000
@@ -130,6 +132,8 @@ typedef struct bdoc {
   int64_t lrev;         /* local documents: N of the "0-N" given (0: none) */
   int rc;               /* local documents: the result */
   int64_t new_rev;      /* local documents: the revision written */
+  const char *deny_err; /* refused before writing (rights): its error … */
+  const char *deny_reason; /* … and reason; the document is not written */
 } bdoc;
 
 /* The checks couch_doc:from_json_obj_validate and chttpd_db:validate_revs
@@ -293,7 +297,7 @@ static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t *
   if (!slot || !occ || !v || !count) goto oom;
   size_t nv = 0, n_edits = 0, n_rounds = 0;
   for (size_t i = 0; i < n; i++) {
-    if (d[i].local) continue;
+    if (d[i].local || d[i].deny_err) continue;
     n_edits++;
     if (!new_edits && d[i].id) v[nv++] = (idpos){.id = d[i].id, .len = d[i].id_len, .at = i};
   }
@@ -301,7 +305,7 @@ static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t *
   for (size_t k = 1; k < nv; k++)
     if (v[k].len == v[k - 1].len && !memcmp(v[k].id, v[k - 1].id, v[k].len)) occ[v[k].at] = occ[v[k - 1].at] + 1;
   for (size_t i = 0; i < n; i++)
-    if (!d[i].local) {
+    if (!d[i].local && !d[i].deny_err) {
       count[occ[i]]++;
       if (occ[i] + 1 > n_rounds) n_rounds = occ[i] + 1;
     }
@@ -314,7 +318,7 @@ static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t *
     round_end[k] = at;
   }
   for (size_t i = 0; i < n; i++)
-    if (!d[i].local) slot[i] = count[occ[i]]++;
+    if (!d[i].local && !d[i].deny_err) slot[i] = count[occ[i]]++;
   *out_slot = slot;
   *out_round_end = round_end;
   *out_rounds = n_rounds;
@@ -323,6 +327,51 @@ static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t *
 oom:
   hres_err(r, DV_ENOMEM);
   return -1;
+}
+
+/* May the requester write this document? Design documents need a db
+ * admin; in the users database users.c's rules apply (and may replace the
+ * document: a plaintext password becomes PBKDF2 fields). A refusal is the
+ * document's own result row (d->deny_*), as CouchDB answers; -1 only for a
+ * request-wide error, written. */
+static int bdoc_rights(hreq *r, bdoc *d, int new_edits) {
+  int design = d->id && d->id_len >= 8 && !memcmp(d->id, "_design/", 8);
+  int admin = r->is_admin || r->db_admin;
+  if (!admin && design) {
+    d->deny_err = r->user ? "forbidden" : "unauthorized";
+    d->deny_reason = "You are not a db or server admin.";
+    return 0;
+  }
+  if (!auth_is_users_db(r)) return 0;
+  json_val *old = NULL;
+  int rc = d->id ? store_doc_get(r->db, d->id, d->id_len, NULL, 0, &r->a, &old) : DV_ENOT_FOUND;
+  if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) old = NULL, rc = 0;
+  if (rc) {
+    hres_err(r, rc);
+    return -1;
+  }
+  if (new_edits && old) { /* a conflict is found before the rules run */
+    const json_val *cur = json_obj_getz(old, "_rev");
+    if (!cur || !d->rev || cur->len != d->rev->len || memcmp(cur->u.s, d->rev->u.s, cur->len)) {
+      d->deny_err = "conflict";
+      d->deny_reason = "Document update conflict.";
+      return 0;
+    }
+  }
+  users_ctx u = {.name = r->user, .is_admin = admin};
+  char *prf = config_get(hsrv_config(r->srv), "chttpd_auth", "pbkdf2_prf");
+  json_val *out = NULL;
+  users_err e = {0};
+  rc = users_check_write(&r->a, &u, d->id ? d->id : "", d->id ? d->id_len : 0, d->doc, old,
+                         prf && *prf ? prf : "sha256", auth_iterations(hsrv_config(r->srv)), &out, &e);
+  dv_free(prf);
+  if (rc) {
+    d->deny_err = e.error ? e.error : "forbidden";
+    d->deny_reason = e.reason ? e.reason : "forbidden";
+    return 0;
+  }
+  d->doc = out;
+  return 0;
 }
 
 void hapi_bulk_docs(hreq *r) {
@@ -368,13 +417,7 @@ void hapi_bulk_docs(hreq *r) {
     d[i].doc = docs->u.items[i];
     if (bdoc_check(r, &d[i], new_edits)) return;
     if (d[i].local && bdoc_local(r, &d[i])) return;
-    /* Design documents need a db admin; the request is refused whole
-     * (CouchDB refuses them one by one). The users database's rules are
-     * applied to single-document requests only, so its members may not
-     * write in bulk. */
-    const json_val *id = json_obj_getz(d[i].doc, "_id");
-    int design = id && id->type == JSON_STRING && id->len >= 8 && !memcmp(id->u.s, "_design/", 8);
-    if (((design || auth_is_users_db(r)) && auth_db_admin(r))) return;
+    if (!d[i].local && bdoc_rights(r, &d[i], new_edits)) return;
   }
   size_t *slot = NULL, *round_end = NULL, n_rounds = 0, n_edits = 0;
   if (bulk_rounds(r, d, n, new_edits, &slot, &round_end, &n_rounds, &n_edits)) return;
@@ -384,7 +427,7 @@ void hapi_bulk_docs(hreq *r) {
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    if (d[i].local) continue;
+    if (d[i].local || d[i].deny_err) continue;
     store_edit *e = d[i].e = &edits[slot[i]];
     int rc = store_edit_from_json(&r->a, d[i].doc, new_edits, e);
     if (rc) {
@@ -429,6 +472,18 @@ void hapi_bulk_docs(hreq *r) {
   hres_jw(r, 201, &w);
   json_w_arr_begin(&w);
   for (size_t i = 0; i < n; i++) {
+    if (d[i].deny_err) { /* refused for its rights, as CouchDB: one row */
+      json_w_obj_begin(&w);
+      json_w_keyz(&w, "id");
+      if (d[i].id) json_w_str(&w, d[i].id, d[i].id_len);
+      else json_w_null(&w);
+      json_w_keyz(&w, "error");
+      json_w_strz(&w, d[i].deny_err);
+      json_w_keyz(&w, "reason");
+      json_w_strz(&w, d[i].deny_reason);
+      json_w_obj_end(&w);
+      continue;
+    }
     const char *id = d[i].local ? d[i].id : d[i].e->id;
     size_t id_len = d[i].local ? d[i].id_len : d[i].e->id_len;
     int rc = d[i].local ? d[i].rc : d[i].e->rc;

@@ -688,6 +688,20 @@ static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
     hres_err(r, rc);
     return -1;
   }
+  /* CouchDB finds a conflict before it validates: a write that does not
+   * name the current winner's rev is 409 whoever asks */
+  if (old) {
+    const json_val *cur = json_obj_getz(old, "_rev");
+    const json_val *mine = doc ? json_obj_getz(*doc, "_rev") : NULL;
+    size_t qn = 0;
+    const char *q = doc ? NULL : hq_get(r, "rev", &qn);
+    const char *ms = mine && mine->type == JSON_STRING ? mine->u.s : q;
+    size_t ml = mine && mine->type == JSON_STRING ? mine->len : qn;
+    if (!cur || !ms || cur->len != ml || memcmp(cur->u.s, ms, ml)) {
+      hres_err(r, DV_ECONFLICT);
+      return -1;
+    }
+  }
   json_val *nd = doc ? *doc : json_new_object(&r->a);
   if (!nd || (!doc && json_obj_setz(&r->a, nd, "_deleted", json_new_bool(&r->a, 1)))) {
     hres_err(r, DV_ENOMEM);

@@ -39,6 +39,11 @@ int url_split_path(dv_arena *a, const char *path, const char **seg, size_t *seg_
   while (*p) {
     const char *e = strchr(p, '/');
     size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (!len) { /* "//": empty segments are dropped, as mochiweb's string:tokens does */
+      if (!e) break;
+      p = e + 1;
+      continue;
+    }
     if (n == max) return -2;
     char *d = url_decode(a, p, len, 0, &seg_len[n]);
     if (!d) return -1;

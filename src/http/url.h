@@ -14,8 +14,8 @@
 char *url_decode(dv_arena *a, const char *s, size_t n, int plus, size_t *out_len);
 
 /* Split a raw path ("/db/a%2Fb/") on '/' and decode each segment: a leading
- * '/' is skipped and a trailing '/' ends the path; empty segments inside
- * are kept. Returns 0, -1 on a bad escape (or no memory), -2 when there are
+ * '/' is skipped and empty segments are dropped ("//db//x" is "/db/x", as
+ * mochiweb's string:tokens makes it). Returns 0, -1 on a bad escape (or no memory), -2 when there are
  * more than max segments. */
 int url_split_path(dv_arena *a, const char *path, const char **seg, size_t *seg_len, int max, int *out_n);
 

@@ -21,8 +21,10 @@ TEST(http_doc) { suite("test/node/http/doc.test.js"); }
 TEST(http_bulk) { suite("test/node/http/bulk.test.js"); }
 TEST(http_changes) { suite("test/node/http/changes.test.js"); }
 TEST(http_purge) { suite("test/node/http/purge.test.js"); }
+TEST(http_auth) { suite("test/node/http/auth.test.js"); }
 TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
 TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
+TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }
 
 /* The router's percent-decoding under libFuzzer for 20 s (make fuzz runs it
  * longer). */

@@ -44,5 +44,7 @@
   X(users_local_docs, 5)       \
   X(users_read, 5)             \
   X(users_alloc_fail, 60)      \
+  X(http_auth, 120)            \
   X(client_nano, 180)          \
-  X(client_pouchdb, 300)
+  X(client_pouchdb, 300)       \
+  X(client_pouchdb_auth, 180)
