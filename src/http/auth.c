@@ -15,6 +15,7 @@
 
 #include "http/auth.h"
 #include "http/crypto.h"
+#include "http/users.h"
 #include "util/alloc.h"
 
 #define ADMIN_ROLE "_admin"
@@ -834,4 +835,35 @@ void hapi_session(hreq *r) {
   default:
     hres_method(r, "GET,HEAD,POST,DELETE");
   }
+}
+
+/* ---- _users writes ------------------------------------------------------------------ */
+
+int auth_users_write(hreq *r, const char *id, size_t n, const json_val *doc, const char *rev, size_t rev_len,
+                     int check_conflict, json_val **out, users_err *e) {
+  memset(e, 0, sizeof *e);
+  json_val *old = NULL;
+  int rc = id ? store_doc_get(r->db, id, n, NULL, 0, &r->a, &old) : DV_ENOT_FOUND;
+  if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) old = NULL, rc = 0;
+  if (rc) return rc;
+  if (check_conflict && old) {
+    /* CouchDB finds a conflict before it validates: a write that does not
+     * name the current winner's rev is 409 whoever asks */
+    const json_val *cur = json_obj_getz(old, "_rev");
+    if (!cur || !rev || cur->len != rev_len || memcmp(cur->u.s, rev, rev_len)) {
+      *e = (users_err){409, "conflict", "Document update conflict."};
+      return USERS_REFUSED;
+    }
+  }
+  json_val *nd = (json_val *)doc;
+  if (!nd) { /* a deletion */
+    nd = json_new_object(&r->a);
+    if (!nd || json_obj_setz(&r->a, nd, "_deleted", json_new_bool(&r->a, 1))) return DV_ENOMEM;
+  }
+  users_ctx u = {.name = r->user, .is_admin = r->is_admin || r->db_admin};
+  char *prf = config_get(hsrv_config(r->srv), "chttpd_auth", "pbkdf2_prf");
+  rc = users_check_write(&r->a, &u, id ? id : "", id ? n : 0, nd, old, prf && *prf ? prf : "sha256",
+                         auth_iterations(hsrv_config(r->srv)), out, e);
+  dv_free(prf);
+  return rc;
 }

@@ -37,6 +37,7 @@
 #define DV_HTTP_AUTH_H
 
 #include "http/http_int.h"
+#include "http/users.h"
 #include "util/config.h"
 
 /* The config the server runs with (main.c owns it). */
@@ -85,6 +86,15 @@ void hapi_session(hreq *r);
  * it matches, the roles (arena) — for /_session. */
 int auth_check_password(hreq *r, const char *name, const char *password, int *ok, const char ***roles,
                         int *nroles);
+
+/* The _users rules for one write (r->db is the users database): doc as
+ * sent (NULL: a deletion), rev the one it names (NULL: none). With
+ * check_conflict a rev that is not the current winner's is a 409 conflict
+ * first, as CouchDB finds conflicts before it validates. 0 with *out (the
+ * document to store: a plaintext password became PBKDF2 fields),
+ * USERS_REFUSED with *e, or a store error. */
+int auth_users_write(hreq *r, const char *id, size_t n, const json_val *doc, const char *rev, size_t rev_len,
+                     int check_conflict, json_val **out, users_err *e) DV_MUST_CHECK;
 
 /* PBKDF2 iterations for new hashes: [chttpd_auth] iterations (600,000). */
 long auth_iterations(dv_config *c);

@@ -343,31 +343,17 @@ static int bdoc_rights(hreq *r, bdoc *d, int new_edits) {
     return 0;
   }
   if (!auth_is_users_db(r)) return 0;
-  json_val *old = NULL;
-  int rc = d->id ? store_doc_get(r->db, d->id, d->id_len, NULL, 0, &r->a, &old) : DV_ENOT_FOUND;
-  if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) old = NULL, rc = 0;
-  if (rc) {
+  json_val *out = NULL;
+  users_err e;
+  int rc = auth_users_write(r, d->id, d->id_len, d->doc, d->rev ? d->rev->u.s : NULL, d->rev ? d->rev->len : 0,
+                            new_edits, &out, &e);
+  if (rc < 0) {
     hres_err(r, rc);
     return -1;
   }
-  if (new_edits && old) { /* a conflict is found before the rules run */
-    const json_val *cur = json_obj_getz(old, "_rev");
-    if (!cur || !d->rev || cur->len != d->rev->len || memcmp(cur->u.s, d->rev->u.s, cur->len)) {
-      d->deny_err = "conflict";
-      d->deny_reason = "Document update conflict.";
-      return 0;
-    }
-  }
-  users_ctx u = {.name = r->user, .is_admin = admin};
-  char *prf = config_get(hsrv_config(r->srv), "chttpd_auth", "pbkdf2_prf");
-  json_val *out = NULL;
-  users_err e = {0};
-  rc = users_check_write(&r->a, &u, d->id ? d->id : "", d->id ? d->id_len : 0, d->doc, old,
-                         prf && *prf ? prf : "sha256", auth_iterations(hsrv_config(r->srv)), &out, &e);
-  dv_free(prf);
   if (rc) {
-    d->deny_err = e.error ? e.error : "forbidden";
-    d->deny_reason = e.reason ? e.reason : "forbidden";
+    d->deny_err = e.error;
+    d->deny_reason = e.reason;
     return 0;
   }
   d->doc = out;

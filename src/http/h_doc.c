@@ -681,41 +681,19 @@ static const wans ANS_POST = {201, 201, 0, 1};
 static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
   if (has_prefix(id, n, "_design/") && auth_db_admin(r)) return -1;
   if (!auth_is_users_db(r) || is_local(id, n)) return 0;
-  json_val *old = NULL;
-  int rc = store_doc_get(r->db, id, n, NULL, 0, &r->a, &old);
-  if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) old = NULL, rc = 0;
-  if (rc) {
+  const json_val *mine = doc ? json_obj_getz(*doc, "_rev") : NULL;
+  size_t rl = 0;
+  const char *rev = mine && mine->type == JSON_STRING ? (rl = mine->len, mine->u.s) : NULL;
+  if (!doc) rev = hq_get(r, "rev", &rl); /* DELETE ?rev= */
+  json_val *out = NULL;
+  users_err e;
+  int rc = auth_users_write(r, id, n, doc ? *doc : NULL, rev, rl, 1, &out, &e);
+  if (rc < 0) {
     hres_err(r, rc);
     return -1;
   }
-  /* CouchDB finds a conflict before it validates: a write that does not
-   * name the current winner's rev is 409 whoever asks */
-  if (old) {
-    const json_val *cur = json_obj_getz(old, "_rev");
-    const json_val *mine = doc ? json_obj_getz(*doc, "_rev") : NULL;
-    size_t qn = 0;
-    const char *q = doc ? NULL : hq_get(r, "rev", &qn);
-    const char *ms = mine && mine->type == JSON_STRING ? mine->u.s : q;
-    size_t ml = mine && mine->type == JSON_STRING ? mine->len : qn;
-    if (!cur || !ms || cur->len != ml || memcmp(cur->u.s, ms, ml)) {
-      hres_err(r, DV_ECONFLICT);
-      return -1;
-    }
-  }
-  json_val *nd = doc ? *doc : json_new_object(&r->a);
-  if (!nd || (!doc && json_obj_setz(&r->a, nd, "_deleted", json_new_bool(&r->a, 1)))) {
-    hres_err(r, DV_ENOMEM);
-    return -1;
-  }
-  users_ctx u = {.name = r->user, .is_admin = r->is_admin || r->db_admin};
-  char *prf = config_get(hsrv_config(r->srv), "chttpd_auth", "pbkdf2_prf");
-  json_val *out = NULL;
-  users_err e = {0};
-  rc = users_check_write(&r->a, &u, id, n, nd, old, prf && *prf ? prf : "sha256", auth_iterations(hsrv_config(r->srv)),
-                         &out, &e);
-  dv_free(prf);
   if (rc) {
-    hres_errs(r, e.status ? e.status : 403, e.error ? e.error : "forbidden", e.reason ? e.reason : "forbidden");
+    hres_errs(r, e.status, e.error, e.reason);
     return -1;
   }
   if (doc) *doc = out;
