@@ -238,6 +238,17 @@ static int verify(const auser *u, const char *password, int *ok) {
   return 0;
 }
 
+/* An unknown name costs what a known one does: one PBKDF2 at the
+ * configured count, so the time of a refusal does not tell whether the
+ * name exists. */
+static void waste_pbkdf2(hreq *r, const char *password) {
+  uint8_t out[32];
+  static const uint8_t salt[] = "divan-no-such-user";
+  int wasted = cr_pbkdf2(CR_SHA256, password, strlen(password), salt, sizeof salt - 1,
+                         auth_iterations(hsrv_config(r->srv)), out, sizeof out);
+  (void)wasted; /* only its time matters */
+}
+
 int auth_check_password(hreq *r, const char *name, const char *password, int *ok, const char ***roles,
                         int *nroles) {
   auser u;
@@ -245,7 +256,10 @@ int auth_check_password(hreq *r, const char *name, const char *password, int *ok
   *ok = 0;
   int rc = user_lookup(r, name, &u, &found);
   if (rc) return rc;
-  if (!found) return 0;
+  if (!found) {
+    waste_pbkdf2(r, password);
+    return 0;
+  }
   rc = verify(&u, password, ok);
   if (!rc && *ok) {
     if (roles) *roles = u.roles;
@@ -458,6 +472,7 @@ static int auth_basic(hreq *r) {
   int found, ok = 0;
   int rc = user_lookup(r, name, &u, &found);
   if (!rc && found) rc = verify(&u, password, &ok);
+  if (!rc && !found) waste_pbkdf2(r, password);
   if (rc) {
     hres_err(r, rc);
     return -1;

@@ -224,6 +224,11 @@ static void add_common_headers(hreq *r, struct MHD_Response *res, const char *ct
   MHD_add_response_header(res, "Cache-Control", "must-revalidate");
   MHD_add_response_header(res, "Server", r->srv->server_hdr);
   for (int i = 0; i < r->nhdr; i++) MHD_add_response_header(res, r->hdr[i].name, r->hdr[i].val);
+  if (r->status == 401 && r->srv->o.config) { /* [chttpd] WWW-Authenticate, as chttpd:error_headers */
+    char *wa = config_get(r->srv->o.config, "chttpd", "WWW-Authenticate");
+    if (wa && *wa) MHD_add_response_header(res, "WWW-Authenticate", wa);
+    dv_free(wa);
+  }
   int cred = 0;
   const char *o = r->method == HM_OPTIONS && hreq_hdr(r, "Access-Control-Request-Method") ? NULL : cors_origin(r, &cred);
   if (o) {

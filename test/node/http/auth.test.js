@@ -327,7 +327,9 @@ test('Basic: a password with colons splits at the first colon; UTF-8 names and p
 });
 
 test('Basic: a wrong password is 401 unauthorized "Name or password is incorrect." even on GET /', async () => {
-  isErr(await as({ name: 'admin', password: 'nope' })('GET', '/'), 401, 'unauthorized', R.badCreds);
+  const r = await as({ name: 'admin', password: 'nope' })('GET', '/');
+  isErr(r, 401, 'unauthorized', R.badCreds);
+  eq(r.headers['www-authenticate'], undefined, 'no WWW-Authenticate unless [chttpd] WWW-Authenticate is set');
   isErr(await as({ name: 'alice', password: 'nope' })('GET', '/_session'), 401, 'unauthorized', R.badCreds);
 });
 
@@ -1066,7 +1068,7 @@ test('first start without an admin: one is created, printed once, stored hashed;
 let corsSrv = null;
 
 test('CORS on ([chttpd] enable_cors, [cors] origins, credentials): preflight 204 with Allow-Origin/Methods/Headers/Credentials, no credentials needed', async () => {
-  const s = await launch({ config: '[chttpd]\nenable_cors = true\n\n[cors]\norigins = http://app.example\ncredentials = true\n\n[chttpd_auth]\ntimeout = 2\n' });
+  const s = await launch({ config: '[chttpd]\nenable_cors = true\nWWW-Authenticate = Basic realm="administrator"\n\n[cors]\norigins = http://app.example\ncredentials = true\n\n[chttpd_auth]\ntimeout = 2\n' });
   try {
     eq((await as(ADMIN, s)('PUT', '/corsdb')).status, 201);
     const pre = await call('OPTIONS', '/corsdb/doc', undefined, {
@@ -1087,6 +1089,8 @@ test('CORS on ([chttpd] enable_cors, [cors] origins, credentials): preflight 204
     const refusedReq = await call('GET', '/corsdb', undefined, { Origin: 'http://app.example' }, s);
     eq(refusedReq.status, 401);
     eq(refusedReq.headers['access-control-allow-origin'], 'http://app.example');
+    // [chttpd] WWW-Authenticate set: 401s carry it (chttpd:error_headers); off by default (checked below)
+    eq(refusedReq.headers['www-authenticate'], 'Basic realm="administrator"');
     // A disallowed origin gets no CORS headers, preflight or not.
     const evil = await call('OPTIONS', '/corsdb/doc', undefined, { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'PUT' }, s);
     ok(!evil.headers['access-control-allow-origin'], 'no Allow-Origin for a foreign origin');
