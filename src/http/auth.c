@@ -123,7 +123,9 @@ static int user_lookup(hreq *r, const char *name, auser *u, int *found) {
   u->salt = jstr(r, doc, "salt");
   u->password_sha = jstr(r, doc, "password_sha");
   const json_val *it = json_obj_getz(doc, "iterations");
-  u->iterations = it && it->type == JSON_NUMBER ? atol(it->u.s) : 10;
+  int64_t iters = 10; /* CouchDB's default for a user doc without iterations */
+  if (it && it->type == JSON_NUMBER && json_num_int64(it->u.s, it->len, &iters)) iters = -1; /* never verifies */
+  u->iterations = (long)iters;
   const json_val *roles = json_obj_getz(doc, "roles");
   if (roles && roles->type == JSON_ARRAY) {
     u->roles = arena_alloc(&r->a, (roles->len + 1) * sizeof *u->roles);
@@ -436,6 +438,183 @@ static int auth_proxy(hreq *r) {
   return 1;
 }
 
+/* ---- JWT (jwtf.erl, jwtf_keystore.erl) ----------------------------------------------
+ *
+ * On when [chttpd] authentication_handlers names jwt_authentication_handler.
+ * Authorization: Bearer HEADER.PAYLOAD.SIG (base64url JSON). alg is
+ * HS256/384/512 (key: [jwt_keys] hmac:KID, base64) or RS256/384/512 (key:
+ * [jwt_keys] rsa:KID, a PEM public key with its newlines written "\n");
+ * KID is the header's kid or "_default". [jwt_auth] required_claims lists
+ * the claims checked (exp, nbf, iat, iss, kid, typ; {iss, "value"}); sub is
+ * the user name, [jwt_auth] roles_claim_name (default "_couchdb.roles")
+ * its roles. Errors as jwtf's: 400 for a malformed or badly signed token,
+ * 401 for exp/nbf and a missing sub. */
+
+static int jwt_enabled(hreq *r) {
+  const char *h = cfg(r, "chttpd", "authentication_handlers");
+  return h && strstr(h, "jwt_authentication_handler") != NULL;
+}
+
+/* Decode one base64url JSON object into r->a; NULL when it is not one. */
+static json_val *jwt_part(hreq *r, const char *p, size_t n) {
+  uint8_t *raw = arena_alloc(&r->a, cr_b64_decoded_max(n) + 1);
+  size_t rl;
+  json_val *v;
+  if (!raw || cr_b64_decode(p, n, 1, raw, &rl)) return NULL;
+  if (json_parse(&r->a, raw, rl, NULL, &v, NULL) || v->type != JSON_OBJECT) return NULL;
+  return v;
+}
+
+/* Is claim named in [jwt_auth] required_claims? *value gets a
+ * {claim, "value"} form's value (in r->a) or NULL. */
+static int jwt_required(hreq *r, const char *claims, const char *claim, const char **value) {
+  *value = NULL;
+  size_t n = strlen(claim);
+  for (const char *p = claims; p && *p;) {
+    while (*p == ' ' || *p == ',') p++;
+    if (*p == '{') { /* {iss, "https://…"} */
+      const char *q = p + 1;
+      while (*q == ' ') q++;
+      if (!strncmp(q, claim, n) && (q[n] == ',' || q[n] == ' ')) {
+        const char *o = strchr(q, '"'), *c = o ? strchr(o + 1, '"') : NULL;
+        if (o && c) *value = arena_strndup(&r->a, o + 1, (size_t)(c - o - 1));
+        return 1;
+      }
+      const char *e = strchr(p, '}');
+      p = e ? e + 1 : p + strlen(p);
+      continue;
+    }
+    const char *e = p;
+    while (*e && *e != ',' && *e != ' ') e++;
+    if ((size_t)(e - p) == n && !strncmp(p, claim, n)) return 1;
+    p = e;
+  }
+  return 0;
+}
+
+static int jwt_fail(hreq *r, int status, const char *reason) {
+  hres_errs(r, status, status == 401 ? "unauthorized" : "bad_request", reason);
+  return -1;
+}
+
+static int jwt_time_claim(hreq *r, const json_val *pl, const char *claims, const char *name, int future) {
+  const char *ignored;
+  if (!jwt_required(r, claims, name, &ignored)) return 0;
+  const json_val *v = json_obj_getz(pl, name);
+  char msg[48];
+  if (!v) {
+    snprintf(msg, sizeof msg, "Missing %s claim", name);
+    return jwt_fail(r, 400, arena_strndup(&r->a, msg, strlen(msg)));
+  }
+  char num[64];
+  double t = 0;
+  if (v->type == JSON_NUMBER && v->len < sizeof num) { /* number text is not NUL-terminated */
+    memcpy(num, v->u.s, v->len);
+    num[v->len] = 0;
+    t = strtod(num, NULL);
+  }
+  double now = (double)time(NULL);
+  if (v->type != JSON_NUMBER || (future ? !(t > now) : !(t < now))) {
+    snprintf(msg, sizeof msg, "%s not in %s", name, future ? "future" : "past");
+    return jwt_fail(r, 401, arena_strndup(&r->a, msg, strlen(msg)));
+  }
+  return 0;
+}
+
+/* 1: authenticated; 0: no Bearer token; -1: refused, written. */
+static int auth_jwt(hreq *r) {
+  const char *h = hreq_hdr(r, "Authorization");
+  if (!h || strncmp(h, "Bearer ", 7)) return 0;
+  const char *tok = h + 7, *d1 = strchr(tok, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+  if (!d1 || !d2 || strchr(d2 + 1, '.')) return jwt_fail(r, 400, "Malformed token");
+  json_val *hd = jwt_part(r, tok, (size_t)(d1 - tok)), *pl = jwt_part(r, d1 + 1, (size_t)(d2 - d1 - 1));
+  if (!hd || !pl) return jwt_fail(r, 400, "Malformed token");
+  const char *claims = cfg(r, "jwt_auth", "required_claims");
+  const char *want;
+  const json_val *typ = json_obj_getz(hd, "typ");
+  if (jwt_required(r, claims, "typ", &want)) {
+    if (!typ) return jwt_fail(r, 400, "Missing typ header parameter");
+    if (typ->type != JSON_STRING || typ->len != 3 || memcmp(typ->u.s, "JWT", 3))
+      return jwt_fail(r, 400, "Invalid typ header parameter");
+  }
+  const json_val *alg = json_obj_getz(hd, "alg");
+  if (!alg) return jwt_fail(r, 400, "Missing alg header parameter");
+  static const struct { const char *name; int rsa, md; } algs[] = {
+      {"HS256", 0, CR_SHA256}, {"HS384", 0, CR_SHA384}, {"HS512", 0, CR_SHA512},
+      {"RS256", 1, CR_SHA256}, {"RS384", 1, CR_SHA384}, {"RS512", 1, CR_SHA512}};
+  int ai = -1;
+  for (int i = 0; alg->type == JSON_STRING && i < 6; i++)
+    if (alg->len == 5 && !memcmp(alg->u.s, algs[i].name, 5)) ai = i;
+  if (ai < 0) return jwt_fail(r, 400, "Invalid alg header parameter");
+  if (jwt_required(r, claims, "iss", &want)) {
+    const json_val *iss = json_obj_getz(pl, "iss");
+    if (!iss) return jwt_fail(r, 400, "Missing iss claim");
+    if (want && (iss->type != JSON_STRING || iss->len != strlen(want) || memcmp(iss->u.s, want, iss->len)))
+      return jwt_fail(r, 400, "Invalid iss claim");
+  }
+  if (jwt_required(r, claims, "iat", &want)) {
+    const json_val *iat = json_obj_getz(pl, "iat");
+    if (!iat) return jwt_fail(r, 400, "Missing iat claim");
+    int integer = iat->type == JSON_NUMBER;
+    for (size_t i = 0; integer && i < iat->len; i++) integer = iat->u.s[i] != '.' && iat->u.s[i] != 'e' && iat->u.s[i] != 'E';
+    if (!integer) return jwt_fail(r, 400, "Invalid iat claim");
+  }
+  if (jwt_time_claim(r, pl, claims, "nbf", 0) || jwt_time_claim(r, pl, claims, "exp", 1)) return -1;
+  /* the key */
+  const json_val *kidv = json_obj_getz(hd, "kid");
+  if (!kidv && jwt_required(r, claims, "kid", &want)) return jwt_fail(r, 400, "Missing kid claim");
+  char keyname[300];
+  int kn = snprintf(keyname, sizeof keyname, "%s:%.*s", algs[ai].rsa ? "rsa" : "hmac",
+                    kidv && kidv->type == JSON_STRING ? (int)kidv->len : 8,
+                    kidv && kidv->type == JSON_STRING ? kidv->u.s : "_default");
+  const char *key = kn > 0 && (size_t)kn < sizeof keyname ? cfg(r, "jwt_keys", keyname) : NULL;
+  if (!key) return jwt_fail(r, 400, "Unknown kid");
+  size_t sn = strlen(d2 + 1);
+  uint8_t *sig = arena_alloc(&r->a, cr_b64_decoded_max(sn) + 1);
+  size_t sl;
+  if (!sig || cr_b64_decode(d2 + 1, sn, 1, sig, &sl)) return jwt_fail(r, 400, "Malformed token");
+  size_t ml = (size_t)(d2 - tok);
+  if (algs[ai].rsa) {
+    /* the ini value writes the PEM's newlines as "\n" */
+    size_t kl = strlen(key);
+    char *pem = arena_alloc(&r->a, kl + 1);
+    size_t pn = 0;
+    if (!pem) return jwt_fail(r, 400, "Unknown kid");
+    for (size_t i = 0; i < kl; i++) {
+      if (key[i] == '\\' && key[i + 1] == 'n') pem[pn++] = '\n', i++;
+      else pem[pn++] = key[i];
+    }
+    int ok = 0;
+    if (cr_rsa_verify(algs[ai].md, pem, pn, tok, ml, sig, sl, &ok) || !ok) return jwt_fail(r, 400, "Bad signature");
+  } else {
+    size_t kl = strlen(key);
+    uint8_t *raw = arena_alloc(&r->a, cr_b64_decoded_max(kl) + 1);
+    size_t rl;
+    if (!raw || cr_b64_decode(key, kl, 0, raw, &rl)) return jwt_fail(r, 400, "Unknown kid");
+    uint8_t mac[CR_MAX_HASH_LEN];
+    cr_hmac(algs[ai].md, raw, rl, tok, ml, mac);
+    size_t hl = cr_hash_len(algs[ai].md);
+    if (sl != hl || !cr_ct_eq(mac, sig, hl)) return jwt_fail(r, 400, "Bad HMAC");
+  }
+  const json_val *sub = json_obj_getz(pl, "sub");
+  if (!sub || sub->type != JSON_STRING || !sub->len || memchr(sub->u.s, 0, sub->len))
+    return jwt_fail(r, 401, "Token missing sub claim.");
+  auser u;
+  memset(&u, 0, sizeof u);
+  u.name = arena_strndup(&r->a, sub->u.s, sub->len);
+  const char *rc_name = cfg(r, "jwt_auth", "roles_claim_name");
+  const json_val *roles = json_obj_getz(pl, rc_name && *rc_name ? rc_name : "_couchdb.roles");
+  if (roles && roles->type == JSON_ARRAY) {
+    u.roles = arena_alloc(&r->a, (roles->len + 1) * sizeof *u.roles);
+    if (!u.roles) return jwt_fail(r, 400, "Malformed token");
+    for (size_t i = 0; i < roles->len; i++)
+      if (roles->u.items[i]->type == JSON_STRING)
+        u.roles[u.nroles++] = arena_strndup(&r->a, roles->u.items[i]->u.s, roles->u.items[i]->len);
+  }
+  set_user(r, &u, "jwt");
+  return 1;
+}
+
 /* ---- Basic ------------------------------------------------------------------------ */
 
 static int auth_basic(hreq *r) {
@@ -493,6 +672,10 @@ int auth_identify(hreq *r) {
   int rc = auth_cookie(r);
   if (rc) return rc < 0 ? -1 : 0;
   if (proxy_enabled(r) && auth_proxy(r)) return 0;
+  if (jwt_enabled(r)) {
+    rc = auth_jwt(r);
+    if (rc) return rc < 0 ? -1 : 0;
+  }
   rc = auth_basic(r);
   return rc < 0 ? -1 : 0;
 }
@@ -739,6 +922,8 @@ static void session_get(hreq *r) {
   json_w_obj_begin(&w);
   json_w_keyz(&w, "authentication_handlers");
   json_w_arr_begin(&w);
+  if (jwt_enabled(r)) json_w_strz(&w, "jwt");
+  if (proxy_enabled(r)) json_w_strz(&w, "proxy");
   json_w_strz(&w, "cookie");
   json_w_strz(&w, "default");
   json_w_arr_end(&w);

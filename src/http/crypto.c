@@ -30,6 +30,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 
 #include "util/alloc.h"
@@ -422,5 +424,30 @@ int cr_user_hash(const char *password, int prf, long iterations, char derived_ke
     memcpy(salt, s, sizeof s);
   }
   OPENSSL_cleanse(key, sizeof key);
+  return rc;
+}
+
+/* ---- RSA signatures (JWT) --------------------------------------------------- */
+
+int cr_rsa_verify(int alg, const char *pem, size_t pem_len, const void *msg, size_t mlen, const uint8_t *sig,
+                  size_t slen, int *ok) {
+  *ok = 0;
+  if (pem_len > INT_MAX) return DV_EINVAL;
+  BIO *bio = BIO_new_mem_buf(pem, (int)pem_len);
+  if (!bio) return DV_ENOMEM;
+  EVP_PKEY *key = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+  BIO_free(bio);
+  ERR_clear_error();
+  if (!key || EVP_PKEY_base_id(key) != EVP_PKEY_RSA) {
+    EVP_PKEY_free(key);
+    return DV_EINVAL;
+  }
+  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  int rc = 0;
+  if (!ctx || EVP_DigestVerifyInit(ctx, NULL, md_of(alg), NULL, key) != 1) rc = DV_EINVAL;
+  else *ok = EVP_DigestVerify(ctx, sig, slen, msg, mlen) == 1;
+  ERR_clear_error();
+  EVP_MD_CTX_free(ctx);
+  EVP_PKEY_free(key);
   return rc;
 }

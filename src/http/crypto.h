@@ -108,6 +108,13 @@ int cr_b64_decode(const char *in, size_t n, int url, uint8_t *out, size_t *out_l
 
 /* ---- CouchDB's password hashes ------------------------------------------- */
 
+/* Verify an RSA PKCS#1 v1.5 signature (JWT's RS256/384/512) of msg with
+ * the hash alg, by a public key in PEM ("-----BEGIN PUBLIC KEY-----", as
+ * CouchDB's [jwt_keys] rsa:… values). 0 with *ok, or DV_EINVAL for a key
+ * that does not parse or is not RSA. */
+int cr_rsa_verify(int alg, const char *pem, size_t pem_len, const void *msg, size_t mlen, const uint8_t *sig,
+                  size_t slen, int *ok) DV_MUST_CHECK;
+
 /* Hash a server admin's password for the [admins] ini section, as CouchDB
  * 3.4's couch_passwords:hash_admin_password does with password_scheme
  * "pbkdf2":

@@ -1120,6 +1120,67 @@ test('[chttpd_auth] timeout = 2: a session cookie is honoured at once and ignore
   }
 });
 
+// JWT (jwtf.erl): HS256 and RS256 tokens, keys in [jwt_keys], the claims
+// [jwt_auth] required_claims lists, sub as the name, _couchdb.roles as roles.
+test('JWT on: HS256/RS256 tokens authenticate; bad signatures, expired, unknown kid, no sub, alg none are refused as jwtf refuses them', async () => {
+  const secret = crypto.randomBytes(32);
+  const { publicKey, privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pem = publicKey.export({ type: 'spki', format: 'pem' }).trim().replace(/\n/g, '\\n');
+  const s = await launch({
+    config: '[chttpd]\nauthentication_handlers = {chttpd_auth, jwt_authentication_handler}, {chttpd_auth, cookie_authentication_handler}, {chttpd_auth, default_authentication_handler}\n\n' +
+      `[jwt_keys]\nhmac:_default = ${secret.toString('base64')}\nrsa:k1 = ${pem}\n\n[jwt_auth]\nrequired_claims = exp, iat\n`,
+  });
+  try {
+    const b64 = (o) => Buffer.from(typeof o === 'string' ? o : JSON.stringify(o)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const hs = (claims, header = {}) => {
+      const m = b64(Object.assign({ alg: 'HS256', typ: 'JWT' }, header)) + '.' + b64(claims);
+      return m + '.' + crypto.createHmac('sha256', secret).update(m).digest('base64url');
+    };
+    const rs = (claims) => {
+      const m = b64({ alg: 'RS256', kid: 'k1' }) + '.' + b64(claims);
+      return m + '.' + crypto.sign('sha256', Buffer.from(m), privateKey).toString('base64url');
+    };
+    const bearer = (t) => ({ Authorization: 'Bearer ' + t });
+    const get = (p, t) => call('GET', p, undefined, bearer(t), s);
+    const good = { sub: 'jan', exp: now + 600, iat: now, '_couchdb.roles': ['_admin'] };
+    let r = await get('/_session', hs(good));
+    eq(r.status, 200, r.text);
+    eq(r.json.userCtx, { name: 'jan', roles: ['_admin'] });
+    eq(r.json.info.authenticated, 'jwt');
+    ok(r.json.info.authentication_handlers.includes('jwt'));
+    eq((await get('/_all_dbs', hs(good))).status, 200, 'the _admin role from the token');
+    isErr(await get('/_all_dbs', hs({ sub: 'kim', exp: now + 600, iat: now })), 401, 'unauthorized', 'You are not a server admin.');
+    r = await get('/_session', rs({ sub: 'ria', exp: now + 600, iat: now }));
+    eq(r.status, 200, r.text);
+    eq(r.json.userCtx.name, 'ria');
+    // refusals
+    const t = hs(good);
+    const forged = t.split('.');
+    forged[1] = b64(Object.assign({}, good, { sub: 'mallory' }));
+    isErr(await get('/_session', forged.join('.')), 400, 'bad_request', 'Bad HMAC');
+    const rf = rs({ sub: 'ria', exp: now + 600, iat: now }).split('.');
+    rf[1] = b64({ sub: 'admin', exp: now + 600, iat: now, '_couchdb.roles': ['_admin'] });
+    isErr(await get('/_all_dbs', rf.join('.')), 400, 'bad_request', 'Bad signature');
+    isErr(await get('/_session', hs({ sub: 'jan', exp: now - 10, iat: now - 100 })), 401, 'unauthorized', 'exp not in future');
+    isErr(await get('/_session', hs({ sub: 'jan', iat: now })), 400, 'bad_request', 'Missing exp claim');
+    isErr(await get('/_session', hs({ sub: 'jan', exp: now + 600 })), 400, 'bad_request', 'Missing iat claim');
+    isErr(await get('/_session', hs({ exp: now + 600, iat: now })), 401, 'unauthorized', 'Token missing sub claim.');
+    isErr(await get('/_session', hs(good, { kid: 'nope' })), 400, 'bad_request', 'Unknown kid');
+    const none = b64({ alg: 'none' }) + '.' + b64(good) + '.';
+    isErr(await get('/_all_dbs', none), 400, 'bad_request', 'Invalid alg header parameter');
+    isErr(await get('/_session', 'a.b'), 400, 'bad_request', 'Malformed token');
+    isErr(await get('/_session', 'x.' + b64(good) + '.y'), 400, 'bad_request', 'Malformed token');
+    // an HS256 token signed with the RSA public key as the secret (the classic alg confusion) fails
+    const conf = b64({ alg: 'HS256', kid: 'k1' }) + '.' + b64(good);
+    isErr(await get('/_all_dbs', conf + '.' + crypto.createHmac('sha256', pem).update(conf).digest('base64url')), 400, 'bad_request', 'Unknown kid');
+    // Basic still works beside it
+    eq((await as(ADMIN, s)('GET', '/_all_dbs')).status, 200);
+  } finally {
+    await halt(s);
+  }
+});
+
 (async () => {
   const t0 = Date.now();
   try {
