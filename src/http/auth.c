@@ -5,7 +5,6 @@
  * Not here: the hashing primitives (crypto.c), the ini file (util/config.c),
  * the _config endpoints (h_config.c).
  */
-#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 
 #include "http/auth.h"
+#include "http/authparse.h"
 #include "http/crypto.h"
 #include "http/users.h"
 #include "util/alloc.h"
@@ -320,57 +320,22 @@ static void set_cookie(hreq *r, const char *value, long max_age) {
   if (h) hres_header(r, "Set-Cookie", h);
 }
 
-/* The AuthSession cookie of the request, or NULL. */
-static const char *cookie_value(hreq *r, size_t *n) {
-  const char *c = hreq_hdr(r, "Cookie");
-  while (c && *c) {
-    while (*c == ' ' || *c == ';') c++;
-    const char *eq = strchr(c, '=');
-    const char *end = strchr(c, ';');
-    if (!end) end = c + strlen(c);
-    if (eq && eq < end && (size_t)(eq - c) == strlen(COOKIE_NAME) && !strncmp(c, COOKIE_NAME, eq - c)) {
-      *n = (size_t)(end - eq - 1);
-      return eq + 1;
-    }
-    c = end;
-  }
-  return NULL;
-}
-
 /* 1: authenticated by cookie; 0: no usable cookie; -1: error written. */
 static int auth_cookie(hreq *r) {
   size_t n;
-  const char *v = cookie_value(r, &n);
+  const char *v = ap_cookie_value(hreq_hdr(r, "Cookie"), &n);
   if (!v || !n) return 0;
-  uint8_t *raw = arena_alloc(&r->a, cr_b64_decoded_max(n) + 1);
-  size_t rl;
-  if (!raw) return 0;
-  char *name = NULL, *time_s = NULL;
-  const uint8_t *mac = NULL;
-  size_t macl = 0, name_len = 0, time_len = 0;
-  if (!cr_b64_decode(v, n, 1, raw, &rl)) {
-    raw[rl] = 0;
-    uint8_t *c1 = memchr(raw, ':', rl);
-    uint8_t *c2 = c1 ? memchr(c1 + 1, ':', rl - (size_t)(c1 + 1 - raw)) : NULL;
-    if (c1 && c2) {
-      *c1 = 0;
-      *c2 = 0;
-      name = (char *)raw;
-      name_len = (size_t)(c1 - raw);
-      time_s = (char *)c1 + 1;
-      time_len = (size_t)(c2 - c1 - 1);
-      mac = c2 + 1;
-      macl = rl - (size_t)(mac - raw);
-    }
-  }
-  if (!name) {
+  ap_session ses;
+  int prc = ap_session_parse(&r->a, v, n, &ses);
+  if (prc == AP_BAD) {
     hres_errs(r, 400, "bad_request", "Malformed AuthSession cookie. Please clear your cookies.");
     return -1;
   }
-  if (strlen(name) != name_len || strlen(time_s) != time_len) return 0; /* a NUL inside */
-  char *end;
-  long t = strtol(time_s, &end, 16);
-  if (!*time_s || *end || t <= 0) return 0;
+  if (prc != AP_OK) return 0;
+  const char *name = ses.name;
+  const uint8_t *mac = ses.mac;
+  size_t macl = ses.mac_len;
+  long t = ses.time;
   long now = (long)time(NULL), timeout = cookie_timeout(r);
   if (now >= t + timeout) return 0; /* expired */
   auser u;
@@ -455,16 +420,6 @@ static int jwt_enabled(hreq *r) {
   return h && strstr(h, "jwt_authentication_handler") != NULL;
 }
 
-/* Decode one base64url JSON object into r->a; NULL when it is not one. */
-static json_val *jwt_part(hreq *r, const char *p, size_t n) {
-  uint8_t *raw = arena_alloc(&r->a, cr_b64_decoded_max(n) + 1);
-  size_t rl;
-  json_val *v;
-  if (!raw || cr_b64_decode(p, n, 1, raw, &rl)) return NULL;
-  if (json_parse(&r->a, raw, rl, NULL, &v, NULL) || v->type != JSON_OBJECT) return NULL;
-  return v;
-}
-
 /* Is claim named in [jwt_auth] required_claims? *value gets a
  * {claim, "value"} form's value (in r->a) or NULL. */
 static int jwt_required(hreq *r, const char *claims, const char *claim, const char **value) {
@@ -525,10 +480,9 @@ static int jwt_time_claim(hreq *r, const json_val *pl, const char *claims, const
 static int auth_jwt(hreq *r) {
   const char *h = hreq_hdr(r, "Authorization");
   if (!h || strncmp(h, "Bearer ", 7)) return 0;
-  const char *tok = h + 7, *d1 = strchr(tok, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
-  if (!d1 || !d2 || strchr(d2 + 1, '.')) return jwt_fail(r, 400, "Malformed token");
-  json_val *hd = jwt_part(r, tok, (size_t)(d1 - tok)), *pl = jwt_part(r, d1 + 1, (size_t)(d2 - d1 - 1));
-  if (!hd || !pl) return jwt_fail(r, 400, "Malformed token");
+  ap_jwt jw;
+  if (ap_jwt_parse(&r->a, h + 7, &jw)) return jwt_fail(r, 400, "Malformed token");
+  json_val *hd = jw.header, *pl = jw.payload;
   const char *claims = cfg(r, "jwt_auth", "required_claims");
   const char *want;
   const json_val *typ = json_obj_getz(hd, "typ");
@@ -569,11 +523,9 @@ static int auth_jwt(hreq *r) {
                     kidv && kidv->type == JSON_STRING ? kidv->u.s : "_default");
   const char *key = kn > 0 && (size_t)kn < sizeof keyname ? cfg(r, "jwt_keys", keyname) : NULL;
   if (!key) return jwt_fail(r, 400, "Unknown kid");
-  size_t sn = strlen(d2 + 1);
-  uint8_t *sig = arena_alloc(&r->a, cr_b64_decoded_max(sn) + 1);
-  size_t sl;
-  if (!sig || cr_b64_decode(d2 + 1, sn, 1, sig, &sl)) return jwt_fail(r, 400, "Malformed token");
-  size_t ml = (size_t)(d2 - tok);
+  const uint8_t *sig = jw.sig;
+  size_t sl = jw.sig_len, ml = jw.signed_len;
+  const char *tok = jw.signed_part;
   if (algs[ai].rsa) {
     /* the ini value writes the PEM's newlines as "\n" */
     size_t kl = strlen(key);
@@ -618,35 +570,22 @@ static int auth_jwt(hreq *r) {
 /* ---- Basic ------------------------------------------------------------------------ */
 
 static int auth_basic(hreq *r) {
-  const char *h = hreq_hdr(r, "Authorization");
-  if (!h) return 0;
-  while (*h == ' ') h++;
-  /* "Basic x", and "Basic: x" as some PouchDB versions send it */
-  if (strncasecmp(h, "basic", 5) || (h[5] != ' ' && h[5] != ':')) return 0; /* another scheme */
-  const char *v = h + 5;
-  while (*v == ':' || *v == ' ') v++;
-  size_t n = strlen(v);
-  while (n && v[n - 1] == ' ') n--;
-  uint8_t *raw = arena_alloc(&r->a, cr_b64_decoded_max(n) + 1);
-  size_t rl;
-  if (!raw) {
-    hres_err(r, DV_ENOMEM);
-    return -1;
-  }
-  if (cr_b64_decode(v, n, 0, raw, &rl)) {
+  const char *name, *password;
+  switch (ap_basic(&r->a, hreq_hdr(r, "Authorization"), &name, &password)) {
+  case AP_OK:
+    break;
+  case AP_BAD:
     hres_errs(r, 400, "bad_request", "Authorization header has invalid base64 value");
     return -1;
-  }
-  raw[rl] = 0;
-  uint8_t *colon = memchr(raw, ':', rl);
-  if (!colon) return 0; /* CouchDB: no name:password pair, anonymous */
-  if (memchr(raw, 0, rl)) { /* a NUL would cut the name or password short: never a match */
+  case AP_REFUSE:
     hres_errs(r, 401, "unauthorized", "Name or password is incorrect.");
     return -1;
+  case AP_NOMEM:
+    hres_err(r, DV_ENOMEM);
+    return -1;
+  default:
+    return 0; /* another scheme, or no name:password pair: anonymous */
   }
-  *colon = 0;
-  const char *name = (const char *)raw, *password = (const char *)colon + 1;
-  if (!strcmp(name, "_") && !strcmp(password, "_")) return 0; /* the "log out" pair */
   auser u;
   int found, ok = 0;
   int rc = user_lookup(r, name, &u, &found);
@@ -864,34 +803,6 @@ int auth_setup(store *st, dv_config *c) {
 
 /* ---- /_session ------------------------------------------------------------------------ */
 
-/* A form field (application/x-www-form-urlencoded), decoded, or NULL. */
-static char *form_field(hreq *r, const char *body, size_t n, const char *name) {
-  size_t nl = strlen(name);
-  const char *p = body, *end = body + n;
-  while (p < end) {
-    const char *amp = memchr(p, '&', (size_t)(end - p));
-    const char *e = amp ? amp : end;
-    if ((size_t)(e - p) > nl && !memcmp(p, name, nl) && p[nl] == '=') {
-      const char *v = p + nl + 1;
-      char *out = arena_alloc(&r->a, (size_t)(e - v) + 1);
-      if (!out) return NULL;
-      size_t k = 0;
-      for (const char *q = v; q < e; q++) {
-        if (*q == '+') out[k++] = ' ';
-        else if (*q == '%' && q + 2 < e + 0 && isxdigit((unsigned char)q[1]) && isxdigit((unsigned char)q[2])) {
-          char hx[3] = {q[1], q[2], 0};
-          out[k++] = (char)strtol(hx, NULL, 16);
-          q += 2;
-        } else out[k++] = *q;
-      }
-      out[k] = 0;
-      return out;
-    }
-    p = e + 1;
-  }
-  return NULL;
-}
-
 static void put_roles(json_w *w, const char *const *roles, int n) {
   json_w_arr_begin(w);
   for (int i = 0; i < n; i++)
@@ -941,10 +852,9 @@ static void session_post(hreq *r) {
   const char *uname = NULL;
   int have_name = 0, have_uname = 0;
   if (ct && !strncasecmp(ct, "application/x-www-form-urlencoded", 33)) {
-    name = r->body ? form_field(r, r->body, r->body_len, "name") : NULL;
-    uname = r->body ? form_field(r, r->body, r->body_len, "username") : NULL;
-    password = r->body ? form_field(r, r->body, r->body_len, "password") : NULL;
-    have_name = name != NULL, have_uname = uname != NULL;
+    name = ap_form_field(&r->a, r->body, r->body_len, "name", &have_name);
+    uname = ap_form_field(&r->a, r->body, r->body_len, "username", &have_uname);
+    password = ap_form_field(&r->a, r->body, r->body_len, "password", NULL);
   } else if (ct && !strncasecmp(ct, "application/json", 16)) {
     json_val *b;
     if (hreq_json_body(r, 1, &b)) return;

@@ -716,3 +716,4 @@ TEST(crypto_user_hash) {
 /* The base64 decoder and the [admins] parser under libFuzzer for 20 s
  * (make fuzz runs it longer). */
 TEST(crypto_b64_fuzz_smoke) { test_fuzz_smoke("fuzz_b64"); }
+TEST(auth_parse_fuzz_smoke) { test_fuzz_smoke("fuzz_auth"); }

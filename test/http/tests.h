@@ -4,6 +4,7 @@
 #define HTTP_TESTS(X)          \
   X(http_url_fuzz_smoke, 60)   \
   X(crypto_b64_fuzz_smoke, 60) \
+  X(auth_parse_fuzz_smoke, 60) \
   X(crypto_names, 5)           \
   X(crypto_hash_vectors, 10)   \
   X(crypto_hmac_vectors, 5)    \
