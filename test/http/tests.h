@@ -1,6 +1,7 @@
 /* tests.h — the HTTP layer's tests: black-box suites in node that drive a
  * real `divan serve` (test/node/http/, test/node/clients/), one
- * runner test per suite; the unit tests of crypto.c (test_crypto.c). */
+ * runner test per suite; the unit tests of crypto.c (test_crypto.c) and
+ * multipart.c (test_multipart.c). */
 #define HTTP_TESTS(X)          \
   X(http_url_fuzz_smoke, 60)   \
   X(crypto_b64_fuzz_smoke, 60) \
@@ -24,6 +25,22 @@
   X(crypto_admin_alloc_fail, 5) \
   X(crypto_user_verify, 30)    \
   X(crypto_user_hash, 30)      \
+  X(multipart_fuzz_smoke, 60)  \
+  X(multipart_boundary, 5)     \
+  X(multipart_related_replicator, 5) \
+  X(multipart_form_data, 5)    \
+  X(multipart_empty_parts, 5)  \
+  X(multipart_preamble_epilogue, 5) \
+  X(multipart_transport_padding, 5) \
+  X(multipart_boundary_like_data, 5) \
+  X(multipart_headers, 5)      \
+  X(multipart_large_part, 30)  \
+  X(multipart_malformed, 10)   \
+  X(multipart_header_limit, 5) \
+  X(multipart_part_limit, 5)   \
+  X(multipart_chunking, 30)    \
+  X(multipart_callback_abort, 5) \
+  X(multipart_alloc_fail, 5)   \
   X(http_server, 120)          \
   X(http_limits, 120)          \
   X(http_doc, 180)             \
