@@ -149,7 +149,7 @@ static int load_config(struct serve_opts *o, dv_config **out) {
       char name[256], *hash = NULL;
       snprintf(name, sizeof name, "%.*s", (int)(colon - env), env);
       /* an override: hashed here, kept in memory, never written */
-      rc = cr_admin_hash(colon + 1, CR_SHA256, auth_iterations(c), &hash);
+      rc = auth_admin_hash(c, colon + 1, &hash);
       if (!rc) rc = config_set(c, "admins", name, hash, 0, NULL);
       dv_free(hash);
     }
@@ -181,7 +181,7 @@ static int first_admin(dv_config *c) {
   if (cr_random(b, sizeof b)) return DV_EIO;
   cr_b64_encode(b, sizeof b, 1, pw);
   char *hash;
-  rc = cr_admin_hash(pw, CR_SHA256, auth_iterations(c), &hash);
+  rc = auth_admin_hash(c, pw, &hash);
   if (rc) return rc;
   rc = config_set(c, "admins", "admin", hash, config_path(c) != NULL, NULL);
   dv_free(hash);

@@ -360,9 +360,13 @@ static int auth_cookie(hreq *r) {
 
 /* ---- proxy auth ------------------------------------------------------------------ */
 
-static int proxy_enabled(hreq *r) {
+/* The optional handlers [chttpd] authentication_handlers turns on (cookie
+ * and Basic always run), read once per request. */
+enum { H_PROXY = 1, H_JWT = 2 };
+static unsigned handlers_on(hreq *r) {
   const char *h = cfg(r, "chttpd", "authentication_handlers");
-  return h && strstr(h, "proxy_authentication_handler") != NULL;
+  if (!h) return 0;
+  return (strstr(h, "proxy_authentication_handler") ? H_PROXY : 0) | (strstr(h, "jwt_authentication_handler") ? H_JWT : 0);
 }
 
 static int auth_proxy(hreq *r) {
@@ -415,10 +419,6 @@ static int auth_proxy(hreq *r) {
  * its roles. Errors as jwtf's: 400 for a malformed or badly signed token,
  * 401 for exp/nbf and a missing sub. */
 
-static int jwt_enabled(hreq *r) {
-  const char *h = cfg(r, "chttpd", "authentication_handlers");
-  return h && strstr(h, "jwt_authentication_handler") != NULL;
-}
 
 /* Is claim named in [jwt_auth] required_claims? *value gets a
  * {claim, "value"} form's value (in r->a) or NULL. */
@@ -610,8 +610,9 @@ int auth_identify(hreq *r) {
   r->is_admin = 0;
   int rc = auth_cookie(r);
   if (rc) return rc < 0 ? -1 : 0;
-  if (proxy_enabled(r) && auth_proxy(r)) return 0;
-  if (jwt_enabled(r)) {
+  unsigned on = handlers_on(r);
+  if ((on & H_PROXY) && auth_proxy(r)) return 0;
+  if (on & H_JWT) {
     rc = auth_jwt(r);
     if (rc) return rc < 0 ? -1 : 0;
   }
@@ -766,17 +767,20 @@ long auth_iterations(dv_config *c) {
   return it > 0 ? it : DEFAULT_ITERATIONS;
 }
 
-int auth_setup(store *st, dv_config *c) {
-  struct hash_arg h = {.cfg = c};
-  int rc = config_each(c, "admins", collect_plain, &h);
+int auth_admin_hash(dv_config *c, const char *password, char **out) {
   char *prfn = config_get(c, "chttpd_auth", "pbkdf2_prf");
   int prf = cr_prf_by_name(prfn && *prfn ? prfn : "sha256");
   dv_free(prfn);
-  if (prf < 0) prf = CR_SHA256;
+  return cr_admin_hash(password, prf < 0 ? CR_SHA256 : prf, auth_iterations(c), out);
+}
+
+int auth_setup(store *st, dv_config *c) {
+  struct hash_arg h = {.cfg = c};
+  int rc = config_each(c, "admins", collect_plain, &h);
   for (size_t i = 0; !rc && i < h.n; i++) {
     char *plain = config_get(c, "admins", h.names[i]);
     char *hash = NULL;
-    if (plain) rc = cr_admin_hash(plain, prf, auth_iterations(c), &hash);
+    if (plain) rc = auth_admin_hash(c, plain, &hash);
     /* persisted when it came from the file; an override (DIVAN_ADMIN)
      * stays in memory, hashed */
     if (!rc && hash) rc = config_set(c, "admins", h.names[i], hash, config_path(c) != NULL, NULL);
@@ -833,8 +837,9 @@ static void session_get(hreq *r) {
   json_w_obj_begin(&w);
   json_w_keyz(&w, "authentication_handlers");
   json_w_arr_begin(&w);
-  if (jwt_enabled(r)) json_w_strz(&w, "jwt");
-  if (proxy_enabled(r)) json_w_strz(&w, "proxy");
+  unsigned on = handlers_on(r);
+  if (on & H_JWT) json_w_strz(&w, "jwt");
+  if (on & H_PROXY) json_w_strz(&w, "proxy");
   json_w_strz(&w, "cookie");
   json_w_strz(&w, "default");
   json_w_arr_end(&w);

@@ -99,6 +99,12 @@ int auth_users_write(hreq *r, const char *id, size_t n, const json_val *doc, con
 /* PBKDF2 iterations for new hashes: [chttpd_auth] iterations (600,000). */
 long auth_iterations(dv_config *c);
 
+/* A server admin's password hashed for [admins] with the configured PRF
+ * ([chttpd_auth] pbkdf2_prf, sha256) and iterations; *out dv_malloc'd.
+ * Every admin hash divan writes (start-up, DIVAN_ADMIN, the first admin,
+ * /_config) comes from here. */
+int auth_admin_hash(dv_config *c, const char *password, char **out) DV_MUST_CHECK;
+
 /* Forget cached verifications (a _users document or [admins] changed). */
 void auth_cache_clear(void);
 

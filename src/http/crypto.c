@@ -274,14 +274,22 @@ static int hex_matches(const char *expected, const char *computed) {
   return cr_ct_eq(expected, computed, n);
 }
 
-int cr_admin_hash(const char *password, int prf, long iterations, char **out) {
+/* A fresh salt (CR_SALT_HEX_LEN random hex chars, used as its ASCII
+ * bytes as CouchDB does) and the hex PBKDF2 key of password with it: what
+ * both an [admins] hash and a _users document's credentials are made of. */
+static int salted_key(const char *password, int prf, long iterations, char salt[CR_SALT_HEX_LEN + 1],
+                      char key[2 * CR_MAX_HASH_LEN + 1]) {
   if (!password || !alg_ok(prf) || !cr_iterations_valid(iterations)) return DV_EINVAL;
   uint8_t rnd[CR_SALT_HEX_LEN / 2];
-  char salt[CR_SALT_HEX_LEN + 1], key[2 * CR_MAX_HASH_LEN + 1];
   int rc = cr_random(rnd, sizeof rnd);
   if (rc) return rc;
   cr_hex(rnd, sizeof rnd, salt);
-  rc = derive_hex(prf, password, salt, CR_SALT_HEX_LEN, iterations, key);
+  return derive_hex(prf, password, salt, CR_SALT_HEX_LEN, iterations, key);
+}
+
+int cr_admin_hash(const char *password, int prf, long iterations, char **out) {
+  char salt[CR_SALT_HEX_LEN + 1], key[2 * CR_MAX_HASH_LEN + 1];
+  int rc = salted_key(password, prf, iterations, salt, key);
   if (rc) goto done;
   /* "-pbkdf2:" name "-" key "," salt "," iterations (at most 9 digits) */
   size_t cap = 8 + strlen(algs[prf].name) + 1 + strlen(key) + 1 + CR_SALT_HEX_LEN + 1 + 20 + 1;
@@ -412,13 +420,8 @@ int cr_user_verify(const char *scheme, const char *prf, const char *derived_key,
 
 int cr_user_hash(const char *password, int prf, long iterations, char derived_key_hex[129],
                  char salt[33]) {
-  if (!password || !alg_ok(prf) || !cr_iterations_valid(iterations)) return DV_EINVAL;
-  uint8_t rnd[CR_SALT_HEX_LEN / 2];
   char s[CR_SALT_HEX_LEN + 1], key[2 * CR_MAX_HASH_LEN + 1];
-  int rc = cr_random(rnd, sizeof rnd);
-  if (rc) return rc;
-  cr_hex(rnd, sizeof rnd, s);
-  rc = derive_hex(prf, password, s, CR_SALT_HEX_LEN, iterations, key);
+  int rc = salted_key(password, prf, iterations, s, key);
   if (!rc) {
     memcpy(derived_key_hex, key, strlen(key) + 1);
     memcpy(salt, s, sizeof s);

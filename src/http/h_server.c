@@ -395,7 +395,7 @@ static void config_write(hreq *r) {
     const char *val = arena_strndup(&r->a, v->u.s, v->len);
     char *hashed = NULL;
     if (!strcmp(section, "admins") && !cr_admin_is_hashed(val)) {
-      rc = cr_admin_hash(val, CR_SHA256, auth_iterations(cfg), &hashed);
+      rc = auth_admin_hash(cfg, val, &hashed);
       if (rc) {
         hres_err(r, rc);
         return;
