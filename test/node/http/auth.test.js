@@ -29,9 +29,8 @@
 'use strict';
 const crypto = require('crypto');
 const fs = require('fs');
-const http = require('http');
 const path = require('path');
-const { test, run, eq, ok, assert } = require('../lib/t');
+const { test, run, send, eq, ok, assert } = require('../lib/t');
 const { startDivan } = require('../lib/divan');
 
 // ---- the server, the people, the databases ---------------------------------
@@ -102,42 +101,26 @@ process.on('unhandledRejection', (e) => bail(String(e && e.stack || e)));
 // a flat [name, value, ...] array to send a header twice. Resolves to
 // { status, headers, text, json }.
 function call(method, rawPath, body, headers = {}, s = srv) {
-  return new Promise((resolve, reject) => {
-    const u = new URL(s.base);
-    let data = null;
-    let h = headers;
-    const isArr = Array.isArray(h);
-    const has = (name) => (isArr ? h.filter((x, i) => i % 2 === 0) : Object.keys(h)).some((k) => k.toLowerCase() === name);
-    if (!isArr) {
-      h = Object.assign({}, h);
-      for (const k of Object.keys(h)) if (h[k] === null || h[k] === undefined) delete h[k];
-    }
-    if (body !== undefined && body !== null) {
-      if (Buffer.isBuffer(body) || typeof body === 'string') data = body;
-      else {
-        data = JSON.stringify(body);
-        if (!has('content-type')) {
-          if (isArr) h = h.concat(['Content-Type', 'application/json']);
-          else h['Content-Type'] = 'application/json';
-        }
+  const u = new URL(s.base);
+  let data = null;
+  let h = headers;
+  const isArr = Array.isArray(h);
+  const has = (name) => (isArr ? h.filter((x, i) => i % 2 === 0) : Object.keys(h)).some((k) => k.toLowerCase() === name);
+  if (!isArr) {
+    h = Object.assign({}, h);
+    for (const k of Object.keys(h)) if (h[k] === null || h[k] === undefined) delete h[k];
+  }
+  if (body !== undefined && body !== null) {
+    if (Buffer.isBuffer(body) || typeof body === 'string') data = body;
+    else {
+      data = JSON.stringify(body);
+      if (!has('content-type')) {
+        if (isArr) h = h.concat(['Content-Type', 'application/json']);
+        else h['Content-Type'] = 'application/json';
       }
     }
-    const r = http.request({ method, hostname: u.hostname, port: u.port, path: rawPath, headers: h, agent: false }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json;
-        try { json = text.length ? JSON.parse(text) : undefined; } catch (e) { json = undefined; }
-        resolve({ status: res.statusCode, headers: res.headers, text, json });
-      });
-      res.on('error', reject);
-    });
-    r.setTimeout(15000, () => r.destroy(new Error(`${method} ${rawPath}: no answer in 15 s`)));
-    r.on('error', reject);
-    if (data !== null) r.write(data);
-    r.end();
-  });
+  }
+  return send({ method, hostname: u.hostname, port: u.port, path: rawPath, headers: h }, data, 15000);
 }
 
 // "as X" helpers: Basic credentials, a cookie, or nothing at all.

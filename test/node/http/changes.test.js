@@ -44,7 +44,7 @@ function stream(path, headers = {}, method = 'GET', body = null) {
   const poke = () => { waiters = waiters.filter((w) => !w()); };
   s.done = new Promise((resolve) => {
     const h = Object.assign({}, headers);
-    if (u.username) h.Authorization = 'Basic ' + Buffer.from(decodeURIComponent(u.username) + ':' + decodeURIComponent(u.password)).toString('base64');
+    if (u.username) h.Authorization = t.basicAuth(u);
     if (body !== null) h['Content-Type'] = 'application/json';
     const r = http.request({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: h, agent: false }, (res) => {
       s.status = res.statusCode;

@@ -35,24 +35,17 @@ async function run() {
   process.exitCode = failed ? 1 : 0;
 }
 
-// Raw HTTP via node's http module (no fetch quirks: any method, raw headers,
-// bodies on GET/DELETE, exact status codes).
-function req(method, url, body, headers = {}) {
+// "Basic …" for the credentials of a URL object (http://name:pw@host).
+function basicAuth(u) {
+  return 'Basic ' + Buffer.from(decodeURIComponent(u.username) + ':' + decodeURIComponent(u.password)).toString('base64');
+}
+
+// Send one request (http.request options, body bytes or null) and resolve
+// to { status, headers, text, json }. timeoutMs (0: none) fails a request
+// that gets no answer.
+function send(opts, data, timeoutMs = 0) {
   return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    let data = null;
-    const h = Object.assign({}, headers);
-    const authKey = Object.keys(h).find((k) => k.toLowerCase() === 'authorization');
-    if (authKey === undefined && u.username) {
-      h.Authorization = 'Basic ' + Buffer.from(decodeURIComponent(u.username) + ':' + decodeURIComponent(u.password)).toString('base64');
-    } else if (authKey !== undefined && h[authKey] === null) {
-      delete h[authKey];
-    }
-    if (body !== undefined && body !== null) {
-      if (Buffer.isBuffer(body) || typeof body === 'string') data = body;
-      else { data = JSON.stringify(body); if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['Content-Type'] = 'application/json'; }
-    }
-    const r = http.request({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: h, agent: false }, (res) => {
+    const r = http.request(Object.assign({ agent: false }, opts), (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
@@ -63,10 +56,27 @@ function req(method, url, body, headers = {}) {
       });
       res.on('error', reject);
     });
+    if (timeoutMs) r.setTimeout(timeoutMs, () => r.destroy(new Error(`${opts.method} ${opts.path}: no answer in ${timeoutMs / 1000} s`)));
     r.on('error', reject);
-    if (data !== null) r.write(data);
+    if (data !== null && data !== undefined) r.write(data);
     r.end();
   });
+}
+
+// Raw HTTP via node's http module (no fetch quirks: any method, raw headers,
+// bodies on GET/DELETE, exact status codes).
+function req(method, url, body, headers = {}) {
+  const u = new URL(url);
+  let data = null;
+  const h = Object.assign({}, headers);
+  const authKey = Object.keys(h).find((k) => k.toLowerCase() === 'authorization');
+  if (authKey === undefined && u.username) h.Authorization = basicAuth(u);
+  else if (authKey !== undefined && h[authKey] === null) delete h[authKey];
+  if (body !== undefined && body !== null) {
+    if (Buffer.isBuffer(body) || typeof body === 'string') data = body;
+    else { data = JSON.stringify(body); if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['Content-Type'] = 'application/json'; }
+  }
+  return send({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: h }, data);
 }
 
 const eq = (a, b, m) => assert.deepStrictEqual(a, b, m);
@@ -81,4 +91,4 @@ function isErr(r, status, error, reason) {
   if (reason !== undefined) assert.strictEqual(r.json.reason, reason, 'reason: ' + r.text);
 }
 
-module.exports = { test, run, req, eq, ok, isErr, assert };
+module.exports = { test, run, req, send, basicAuth, eq, ok, isErr, assert };
