@@ -42,10 +42,7 @@ static const char *users_db_name(dv_config *c, char *buf, size_t n) {
   return buf;
 }
 
-int auth_is_users_db(hreq *r) {
-  char b[256];
-  return r->db_name && !strcmp(r->db_name, users_db_name(hsrv_config(r->srv), b, sizeof b));
-}
+int auth_is_users_db(hreq *r) { return r->users_db && r->db_name; }
 
 /* ---- users --------------------------------------------------------------------- */
 
@@ -636,6 +633,8 @@ int auth_authorize(hreq *r) {
   if (r->nseg == 0) return 0;
   if (seg_is(r, 0, "favicon.ico")) return 0;
   const char *s0 = r->seg[0];
+  char b[256];
+  r->users_db = !strcmp(s0, users_db_name(hsrv_config(r->srv), b, sizeof b)); /* once, not per document */
   int users = seg_is(r, 0, "_users") || seg_is(r, 0, "_replicator");
   if (s0[0] == '_' && !users && !seg_is(r, 0, "_global_changes")) {
     if (r->nseg == 1 && (seg_is(r, 0, "_up") || seg_is(r, 0, "_uuids") || seg_is(r, 0, "_session"))) return 0;
@@ -651,8 +650,7 @@ int auth_authorize(hreq *r) {
   /* _users documents follow users.c's rules (anyone may sign up, a user
    * sees and changes only their own document); every other _users path
    * needs a member, which by default is an admin. */
-  char b[256];
-  if (r->nseg >= 2 && !strcmp(s0, users_db_name(hsrv_config(r->srv), b, sizeof b)) && r->seg[1][0] != '_' &&
+  if (r->nseg >= 2 && r->users_db && r->seg[1][0] != '_' &&
       (r->method == HM_GET || r->method == HM_HEAD || r->method == HM_PUT || r->method == HM_DELETE))
     r->users_doc = 1;
   return 0;

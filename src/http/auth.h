@@ -76,7 +76,8 @@ int auth_db_admin(hreq *r);
  * requester is a server admin. */
 static inline int auth_is_server_admin(const hreq *r) { return r->is_admin; }
 
-/* Is the database _users (or [chttpd_auth] authentication_db)? */
+/* Is the database _users (or [chttpd_auth] authentication_db)? Decided
+ * once by auth_authorize. */
 int auth_is_users_db(hreq *r);
 
 /* /_session: POST (log in: JSON or form), GET (who am I), DELETE. */

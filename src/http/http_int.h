@@ -102,6 +102,7 @@ typedef struct hreq {
   const char *auth_via;           /* "cookie", "default" (Basic), "proxy", or NULL */
   int db_admin;                   /* auth_db_member found a db admin */
   int need_db_admin;              /* the router wants a db admin for this path */
+  int users_db;                   /* seg[0] names the users database (auth_authorize) */
   int users_doc;                  /* a document request on _users: users.c's rules, not _security */
   /* the response */
   int status;                     /* 0 until a handler set one */
