@@ -82,7 +82,7 @@ fuzzers: $(FUZZERS)
 fuzz: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p build/corpus/$$n; \
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/corpus/$$n test/fuzz/seeds/$$n || exit 1; done
+	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 build/corpus/$$n test/fuzz/seeds/$$n || exit 1; done
 
 test: divan $(BUILD)/divan $(BUILD)/test_runner $(FUZZERS)
 	@DV_BUILD=$(BUILD) DV_FUZZ_DIR=$(FUZZ_DIR) DIVAN_BIN=$(CURDIR)/$(BUILD)/divan $(BUILD)/test_runner $(TEST_ARGS)

@@ -628,7 +628,7 @@ static int rx_repeat(rx_size *z, uint64_t times) {
  * somewhere. */
 static int rx_translate(const char *p, size_t n, dv_buf *o, int *cflags) {
   size_t i = 0;
-  int rc = 0;
+  int rc = 0, rep = 0; /* rep: the last thing written may take a quantifier */
   rx_size *z = dv_calloc(1, sizeof *z);
   if (!z) return DV_ENOMEM;
   *cflags = 0;
@@ -658,6 +658,7 @@ static int rx_translate(const char *p, size_t n, dv_buf *o, int *cflags) {
       if (ere) {
         buf_puts(o, ere);
         i++;
+        rep = !strchr("bBAzZ", e); /* PCRE does not repeat an assertion */
       } else if ((v = rx_byte_escape(p, n, &i)) >= 0) {
         rx_lit(o, (uint8_t)v);
       } else if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) {
@@ -667,10 +668,12 @@ static int rx_translate(const char *p, size_t n, dv_buf *o, int *cflags) {
         rx_lit(o, (uint8_t)e);
         i++;
       }
+      if (!ere) rep = 1;
       rc = rx_atom(z, 1);
     } else if (c == '[') {
       rc = rx_bracket(p, n, &i, o);
       if (!rc) rc = rx_atom(z, 1);
+      rep = 1;
     } else if (c == '(') {
       if (i + 1 < n && p[i + 1] == '?') {
         if (!(i + 2 < n && p[i + 2] == ':')) {
@@ -687,6 +690,7 @@ static int rx_translate(const char *p, size_t n, dv_buf *o, int *cflags) {
       }
       z->depth++;
       z->size[z->depth] = z->last[z->depth] = 0;
+      rep = 0;
     } else if (c == ')') {
       buf_putc(o, ')');
       i++;
@@ -695,15 +699,26 @@ static int rx_translate(const char *p, size_t n, dv_buf *o, int *cflags) {
         z->depth--;
         rc = rx_atom(z, k);
       } /* else regcomp will refuse the stray parenthesis */
+      rep = 1;
     } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       size_t len = 1;
       uint64_t times = c == '+' ? 2 : 1;
+      /* PCRE refuses a quantifier with nothing repeatable before it: at
+       * the start, after '(' or '|', after an assertion, or stacked on
+       * another (a** — only one lazy '?' or possessive '+' suffix may
+       * follow). ERE would accept the stack, and glibc's regcomp takes
+       * exponential time on a long run of them. */
+      if (!rep && (c != '{' || rx_bound(p, n, i))) {
+        rc = DV_EINVAL;
+        break;
+      }
       if (c == '{') {
         len = rx_bound(p, n, i);
         if (!len) { /* PCRE reads a '{' that starts no bound as itself */
           buf_puts(o, "\\{");
           i++;
           rc = rx_atom(z, 1);
+          rep = 1;
           continue;
         }
         /* {n}, {n,} and {n,m} cost max(n, m) + 1 copies at most */
@@ -718,14 +733,17 @@ static int rx_translate(const char *p, size_t n, dv_buf *o, int *cflags) {
       i += len;
       if (i < n && (p[i] == '?' || p[i] == '+')) i++;
       rc = rx_repeat(z, times);
+      rep = 0;
     } else if (c == '}') {
       buf_puts(o, "\\}");
       i++;
       rc = rx_atom(z, 1);
+      rep = 1;
     } else {
       buf_putc(o, c);
       i++;
       rc = c == '|' ? 0 : rx_atom(z, 1);
+      rep = c != '|' && c != '^' && c != '$';
     }
   }
   dv_free(z);

@@ -227,6 +227,9 @@ static const struct mcase cases[] = {
     {"{'s':{'$regex':'^(a{2}){3}$'}}", "{'s':'aaaaa'}", 0},
     {"{'s':{'$regex':'^(?:a+?|b)+$'}}", "{'s':'abba'}", 1},
     {"{'s':{'$regex':'(x{30}){30}|ok'}}", "{'s':'ok'}", 1},
+    {"{'s':{'$regex':'^{a'}}", "{'s':'{a'}", 1},
+    {"{'s':{'$regex':'(ab|^)*?c+?\\\\*'}}", "{'s':'abc*'}", 1},
+    {"{'s':{'$regex':'(?i)[a]*+B'}}", "{'s':'aab'}", 1},
 
     /* $beginsWith */
     {"{'name':{'$beginsWith':'Pa'}}", NULL, 1},
@@ -353,6 +356,15 @@ static const struct ecase errors[] = {
     {"{'a':{'$regex':'a\\\\'}}", "bad_arg", "Bad argument for operator $regex: <<97,92>>"},
     /* glibc would expand this to a million nodes; PCRE would accept it */
     {"{'a':{'$regex':'((a{99}){99}){99}'}}", "bad_arg", "Bad argument for operator $regex: <<40,40,97,123,57,57,125,41,123,57,57,125,41,123,57,57,125>>"},
+    /* quantifiers with nothing to repeat, as PCRE refuses them; a long
+     * stack of them took glibc's regcomp seconds (found by fuzz_mango) */
+    {"{'a':{'$regex':'a**'}}", "bad_arg", "Bad argument for operator $regex: <<97,42,42>>"},
+    {"{'a':{'$regex':'a+?*'}}", "bad_arg", "Bad argument for operator $regex: <<97,43,63,42>>"},
+    {"{'a':{'$regex':'a{2}{3}'}}", "bad_arg", "Bad argument for operator $regex: <<97,123,50,125,123,51,125>>"},
+    {"{'a':{'$regex':'*a'}}", "bad_arg", "Bad argument for operator $regex: <<42,97>>"},
+    {"{'a':{'$regex':'(+a)'}}", "bad_arg", "Bad argument for operator $regex: <<40,43,97,41>>"},
+    {"{'a':{'$regex':'a|?'}}", "bad_arg", "Bad argument for operator $regex: <<97,124,63>>"},
+    {"{'a':{'$regex':'\\\\b*'}}", "bad_arg", "Bad argument for operator $regex: <<92,98,42>>"},
     {"{'a':{'$regex':5}}", "invalid_operator", "Invalid operator: $regex"},
     {"{'a':{'$beginsWith':5}}", "invalid_operator", "Invalid operator: $beginsWith"},
     {"{'a':{'$elemMatch':[1]}}", "bad_arg", "Bad argument for operator $elemMatch: [1]"},
