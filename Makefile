@@ -15,7 +15,7 @@ OPT      ?= -O2
 comma    := ,
 TAG      := $(notdir $(CC))$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 BUILD    := build/$(TAG)
-PKGS     := rocksdb libmicrohttpd libcrypto
+PKGS     := rocksdb libmicrohttpd libcrypto zlib
 
 # Recursive (=) on purpose: pkg-config runs at recipe time, after deps.sh.
 CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \

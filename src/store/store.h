@@ -171,6 +171,79 @@ int store_db_get_security(store_db *db, dv_arena *a, json_val **out) DV_MUST_CHE
 /* Store a _security object (must be an object: DV_ENOT_OBJECT). */
 int store_db_set_security(store_db *db, const json_val *sec) DV_MUST_CHECK;
 
+/* ---- attachments (att.c has the data flow) -------------------------------- */
+
+/* Bytes are stored as they are encoded (gzip for compressible types, else
+ * identity) in chunks of STORE_ATT_CHUNK under (P,"a",DocID,AttID,i); a
+ * leaf's stubs live in its RevisionMetadata KV. Content given in memory
+ * (store_att.data, at most STORE_ATT_INLINE_MAX bytes per edit in all) is
+ * written by the edit's own transaction, under AttID = its MD5, so equal
+ * content is stored once per document; larger content is uploaded first
+ * (store_att_upload_*, bounded transactions, invisible until an edit links
+ * it) and linked by the edit. Content no leaf of the document references
+ * any more is cleared by the edit (or purge) that dropped the last
+ * reference; uploads never linked are cleared when freed, or by the
+ * background sweeper after STORE_ATT_UPLOAD_TTL_S. */
+#define STORE_ATT_CHUNK 100000              /* bytes per chunk KV */
+#define STORE_ATT_INLINE_MAX (4u << 20)     /* in-memory content per edit */
+#define STORE_ATT_UPLOAD_TTL_S 3600         /* an unlinked upload's lifetime */
+#define STORE_DEFAULT_MAX_ATT (1LL << 30)   /* max_attachment_size (HTTP enforces) */
+
+typedef struct store_att_upload store_att_upload;
+
+/* One attachment of a revision. On read every field but the write-side
+ * ones is filled (strings in the caller's arena). On write (store_edit.atts)
+ * set name, type, and exactly one of stub / data / up. */
+typedef struct store_att {
+  const char *name;      /* UTF-8, non-empty, not starting with '_' */
+  size_t name_len;
+  const char *type;      /* content_type ("application/octet-stream" if none given) */
+  size_t type_len;
+  int64_t length;        /* identity (decoded) bytes */
+  int64_t enc_length;    /* stored bytes (== length unless gzip) */
+  int gzip;              /* 1: stored gzip-encoded ("encoding":"gzip") */
+  uint8_t md5[16];       /* digest "md5-<base64>": MD5 of the stored bytes */
+  int64_t revpos;        /* generation whose edit gave it this content */
+  uint8_t id[16];        /* AttID (read side; store_att_pread needs it) */
+  /* write side */
+  int stub;              /* keep the parent's attachment of this name;
+                            new_edits=false: any leaf's of this name and,
+                            when has_md5, this digest. Else DV_EMISSING_STUB */
+  int has_md5;           /* md5 was given (stubs: checked; data: checked,
+                            DV_EBAD_ATT on mismatch) */
+  const uint8_t *data;   /* new content as stored (gzip'd when gzip) */
+  size_t data_len;
+  store_att_upload *up;  /* new content from an upload (after _finish) */
+  int follows;           /* store_edit_from_json: "follows": true — the
+                            caller must set data or up before store_update */
+} store_att;
+
+/* An upload of new content for document `id`, written in bounded
+ * transactions (~4 MB each) as it arrives: memory stays bounded whatever
+ * the size. write takes stored bytes (encode first if gzip). */
+int store_att_upload_begin(store_db *db, const char *id, size_t id_len, store_att_upload **out) DV_MUST_CHECK;
+int store_att_upload_write(store_att_upload *u, const void *p, size_t n) DV_MUST_CHECK;
+/* Flush the rest; *out_len / md5 (may be NULL) get the stored length and
+ * MD5. After this the upload may be named by one store_att.up. */
+int store_att_upload_finish(store_att_upload *u, int64_t *out_len, uint8_t md5[16]) DV_MUST_CHECK;
+/* Free it; if no committed edit linked it, its chunks are cleared (one
+ * transaction, best effort: the sweeper catches what this misses). */
+void store_att_upload_free(store_att_upload *u);
+
+/* The attachments of a leaf: rev NULL = the winner (DV_EDELETED when that
+ * is a tombstone), else that leaf (DV_ENOT_FOUND if it is not one).
+ * *out_rev (may be NULL) gets the leaf's rev (hash in the arena). */
+int store_doc_atts(store_db *db, const char *id, size_t id_len, const store_rev *rev, dv_arena *a,
+                   store_rev *out_rev, store_att **out, size_t *out_n) DV_MUST_CHECK;
+
+/* Stored bytes [off, off + cap) of an attachment read by store_doc_atts,
+ * in one transaction (call it again from off + *got for more: each call is
+ * short, so a slow reader holds no transaction). *got < cap only at the
+ * end. DV_EATT_GONE when its content was collected in between (its
+ * revision was replaced and nothing else references it). */
+int store_att_pread(store_db *db, const char *id, size_t id_len, const store_att *att, int64_t off,
+                    uint8_t *buf, size_t cap, size_t *got) DV_MUST_CHECK;
+
 /* ---- writing documents -------------------------------------------------- */
 
 /* One document edit. The caller fills the inputs; store_update fills rc
@@ -183,6 +256,9 @@ typedef struct store_edit {
   store_rev parent;        /* interactive edits: the rev edited (pos 0 = none) */
   const store_rev *path;   /* new_edits=false: [leaf, parent, grandparent…] */
   size_t path_len;
+  store_att *atts;         /* the new revision's attachments, exactly (a
+                              name absent here is dropped); NULL = none */
+  size_t n_atts;
   /* results */
   int rc;                  /* 0, or DV_ECONFLICT, DV_EDOC_TOO_LARGE, … */
   store_rev rev;           /* the revision written (or path[0]) */
@@ -192,9 +268,16 @@ typedef struct store_edit {
 } store_edit;
 
 /* Fill `e` from a CouchDB document object: _id, _rev, _deleted, _revisions
- * (new_edits=false), dropping _conflicts/_deleted_conflicts/_revs_info/
+ * (new_edits=false), _attachments, dropping _conflicts/_deleted_conflicts/_revs_info/
  * _local_seq as CouchDB does and refusing other `_` members
- * (DV_EDOC_FIELD). e->body becomes the user members (a new object in the
+ * (DV_EDOC_FIELD). _attachments: each member becomes a store_att — a
+ * stub ("stub": true; "digest" sets has_md5/md5, "revpos" is ignored), inline
+ * "data" (base64 decoded into the arena as identity content: the caller
+ * may gzip it and set gzip), or "follows": true ("length", and with
+ * "encoding":"gzip" also "encoded_length", give the sizes expected;
+ * "digest" sets has_md5). "content_type" defaults to
+ * application/octet-stream. DV_EBAD_ATT for a name starting with '_' or
+ * not UTF-8, bad base64, or a member that is none of the three. e->body becomes the user members (a new object in the
  * arena; doc is not changed). With new_edits=0 the path comes from
  * _revisions or _rev (DV_EBAD_REV when neither). A missing _id leaves
  * e->id NULL (the caller mints one). */
@@ -222,11 +305,14 @@ enum {
   STORE_DELETED_CONFLICTS = 1 << 3, /* _deleted_conflicts */
   STORE_LOCAL_SEQ = 1 << 4,         /* _local_seq */
   STORE_LATEST = 1 << 5,            /* open_revs: a non-leaf rev gives its leaves */
+  STORE_ATT_INFO = 1 << 6,          /* stubs carry "encoding"/"encoded_length" */
   STORE_META = STORE_REVS_INFO | STORE_CONFLICTS | STORE_DELETED_CONFLICTS,
 };
 
 /* The document as CouchDB returns it: {"_id","_rev",["_deleted"], user
- * fields…, extras by flags}. rev NULL = the winner (DV_EDELETED when the
+ * fields…, "_attachments" stubs (when it has any: {"content_type","revpos",
+ * "digest","length","stub":true}, plus "encoding","encoded_length" for
+ * gzip with STORE_ATT_INFO), extras by flags}. rev NULL = the winner (DV_EDELETED when the
  * winner is a tombstone, DV_ENOT_FOUND when there is no such doc); a given
  * rev must be a leaf, live or deleted (else DV_ENOT_FOUND). */
 int store_doc_get(store_db *db, const char *id, size_t id_len, const store_rev *rev, int flags,

@@ -64,7 +64,11 @@
   X(NOT_OBJECT,    -4011, 400, "bad_request", "Document must be a JSON object", 0) \
   X(DOC_FIELD,     -4012, 400, "doc_validation", "Bad special document member", 0) \
   X(BAD_REVS_LIMIT,-4013, 400, "bad_request", "_revs_limit must be a positive integer no larger than 4000", 0) \
-  X(BAD_SEQ,       -4014, 400, "bad_request", "Malformed sequence supplied in 'since' parameter.", 0)
+  X(BAD_SEQ,       -4014, 400, "bad_request", "Malformed sequence supplied in 'since' parameter.", 0) \
+  X(MISSING_STUB,  -4015, 412, "missing_stub", "Invalid attachment stub.", 0)    \
+  X(ATT_TOO_LARGE, -4016, 413, "attachment_too_large", "Attachment exceeds the maximum attachment size.", 0) \
+  X(BAD_ATT,       -4017, 400, "bad_request", "Invalid attachment.", 0)          \
+  X(ATT_GONE,      -4018, 409, "conflict", "The attachment's revision was replaced while it was read.", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),
