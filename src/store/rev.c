@@ -86,6 +86,26 @@ int st_branch_decode(dv_arena *a, const uint8_t *key, size_t key_len, size_t key
   br.json_size = it.i64;
   if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) return DV_ECORRUPT;
   br.kv_size = it.i64;
+  if (!tup_r_done(&r)) { /* the AttIDs the leaf uses */
+    if (tup_get(&r, TUP_NEST, &it)) return DV_ECORRUPT;
+    sub = it.sub;
+    n = 0;
+    while ((k = tup_next(&sub, &e)) == 1) {
+      if (e.type != TUP_BYTES || e.s_len != 16) return DV_ECORRUPT;
+      n++;
+    }
+    if (k < 0 || n == 0) return DV_ECORRUPT;
+    uint8_t *ids = arena_alloc(a, n * 16);
+    if (!ids) return DV_ENOMEM;
+    sub = it.sub;
+    for (size_t i = 0; i < n; i++) {
+      if (tup_next(&sub, &e) != 1) return DV_ECORRUPT;
+      tup_item_copy(&e, ids + 16 * i);
+    }
+    br.att_ids = ids;
+    br.n_att_ids = n;
+    if (!tup_r_done(&r)) return DV_ECORRUPT;
+  }
   *out = br;
   return 0;
 }
@@ -119,6 +139,11 @@ int st_branch_put(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, c
     tup_nest_end(&w);
     tup_int(&w, br->json_size);
     tup_int(&w, br->kv_size);
+    if (br->n_att_ids) {
+      tup_nest_begin(&w);
+      for (size_t i = 0; i < br->n_att_ids; i++) tup_bytes(&w, br->att_ids + 16 * i, 16);
+      tup_nest_end(&w);
+    }
     rc = winner ? tup_w_finish_vs(&w) : tup_w_finish(&w);
     if (rc) goto out;
     if (buf_error(&v) || buf_error(&k)) { rc = DV_ENOMEM; goto out; }

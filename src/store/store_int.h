@@ -18,9 +18,11 @@
  *   (R,0,"txids",Bucket,TxId:bytes16)           ""  Bucket = unix minutes
  *
  *   per database, P = (R, 1, DbPrefix)
- *   (P,"r",DocID,NotDeleted,RevPos,RevHash)     winner: (0, (Inc,VS), BranchCount, (anc…), JsonSize, KvSize)
- *                                               other:  (0, null, null, (anc…), JsonSize, KvSize)
- *   (P,"d",DocID,NotDeleted,RevPos,RevHash)     (0,)  RevisionMetadata: DocFormat (attachment stubs later)
+ *   (P,"r",DocID,NotDeleted,RevPos,RevHash)     winner: (0, (Inc,VS), BranchCount, (anc…), JsonSize, KvSize[, (AttID…)])
+ *                                               other:  (0, null, null, (anc…), JsonSize, KvSize[, (AttID…)])
+ *                                               (AttID…): the content the leaf's stubs use, when it has any
+ *   (P,"d",DocID,NotDeleted,RevPos,RevHash)     (0[, (stub…)])  RevisionMetadata: DocFormat, attachment stubs
+ *                                               stub = (Name, Type, Length, EncLength, Gzip, Md5:bytes16, RevPos, AttID:bytes16)
  *   (P,"d",DocID,NotDeleted,RevPos,RevHash,path…) one KV per JSON leaf (body.h)
  *   (P,"c",Inc,VS)                              (0, DocID, RevPos, RevHash, BranchCount, NotDeleted)
  *   (P,"l",DocID)                               (0, RevN, NChunks)   local doc; the JSON text in
@@ -32,6 +34,8 @@
  *   (P,"m","purge_seq")                         (N,)  purges ever recorded (purge.c)
  *   (P,"m","purged_infos_limit")                (N,)  purge infos kept (default 1000)
  *   (P,"p",PurgeSeq,Chunk)                      a purge info (id, revs asked), ≤ 90 KB a chunk
+ *   (P,"a",DocID,AttID:bytes16,i)               attachment content chunk i (raw stored bytes, ≤ STORE_ATT_CHUNK)
+ *   (R,0,"att_uploads",AttID:bytes16)           (DbPrefix, DocID, ExpiresMs)  an upload not yet linked (att.c)
  *
  * RevHash: 16 bytes (tuple bytes) for a 32-hex-digit rev; any other rev id
  * from replication is a tuple string of its text. NotDeleted: tuple bool.
@@ -54,6 +58,7 @@
 #define ST_SUB_LOCAL 'l'
 #define ST_SUB_PURGE 'p'
 #define ST_SUB_META 'm'
+#define ST_SUB_ATT 'a'
 
 #define ST_TXID_BUCKET_S 60        /* one TxId bucket per minute */
 #define ST_TXID_KEEP_BUCKETS 60    /* keep an hour of TxIds */
@@ -162,6 +167,8 @@ typedef struct st_branch {
   size_t n_anc;
   int64_t json_size;   /* JSON bytes of the leaf's body */
   int64_t kv_size;     /* stored bytes of the leaf's body */
+  const uint8_t *att_ids; /* AttIDs the leaf's stubs reference, 16 bytes each (att.c) */
+  size_t n_att_ids;
 } st_branch;
 
 /* Key order of two branches: NotDeleted, then pos, then hash. */
