@@ -436,7 +436,7 @@ static void *bg_main(void *arg) {
     int n = store_db_updates_consume(s);
     int64_t minute = st_now_ms() / 60000;
     if (minute != s->last_cleanup) {
-      if (!st_txid_cleanup(s)) s->last_cleanup = minute;
+      if (!st_txid_cleanup(s) && st_att_sweep(s, st_now_ms()) >= 0) s->last_cleanup = minute;
     }
     pthread_mutex_lock(&s->bg_mu);
     if (s->bg_stop) break;

@@ -253,6 +253,36 @@ void st_le64(int64_t v, uint8_t out[8]);
 int64_t st_le64_get(const uint8_t *p, size_t n);
 int st_counter_add(kv_txn *txn, const st_dbx *x, const char *name, int64_t delta) DV_MUST_CHECK;
 
+/* ---- attachments (att.c) ------------------------------------------------------ */
+
+/* b = (P,"a",DocID,AttID): the prefix of one content's chunks. */
+void st_att_key(const st_dbx *x, dv_buf *b, const char *id, size_t id_len, const uint8_t attid[16]);
+/* Append a RevisionMetadata value (0[, (stub…)]) for these stubs. */
+int st_meta_encode(dv_buf *b, const store_att *atts, size_t n) DV_MUST_CHECK;
+/* Decode one (strings in the arena); none: *out NULL, *out_n 0. */
+int st_meta_atts(const uint8_t *val, size_t vl, dv_arena *a, store_att **out, size_t *out_n) DV_MUST_CHECK;
+/* CouchDB's "_attachments" object of stubs (info: encoding fields). */
+json_val *st_atts_json(dv_arena *a, const store_att *atts, size_t n, int info);
+/* A leaf's stubs: one point read of its RevisionMetadata, none when its
+ * branch value lists no AttIDs. */
+int st_leaf_atts(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
+                 store_att **out, size_t *n) DV_MUST_CHECK;
+/* Write n bytes of content as chunks under (P,"a",DocID,AttID). */
+int st_att_write(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const uint8_t attid[16],
+                 const uint8_t *p, size_t n) DV_MUST_CHECK;
+/* Clear each dropped AttID (16 bytes each) no branch in keep uses. */
+int st_att_collect(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const uint8_t *dropped,
+                   size_t n_dropped, const st_branch *keep, int n_keep) DV_MUST_CHECK;
+/* Link an upload into this transaction's edit: read (conflict-checked)
+ * and clear its marker; DV_EATT_GONE when it was swept. */
+int st_att_link(kv_txn *txn, const st_dbx *x, const store_att_upload *u) DV_MUST_CHECK;
+const uint8_t *st_upload_id(const store_att_upload *u);
+/* A finished upload's stored length and MD5; DV_EINVAL if not finished. */
+int st_upload_done(const store_att_upload *u, int64_t *len, uint8_t md5[16]) DV_MUST_CHECK;
+void st_upload_set_linked(store_att_upload *u);
+/* Clear expired unlinked uploads (a batch); the number cleared or an error. */
+int st_att_sweep(store *s, int64_t now_ms);
+
 /* Background work, called by the store's thread. */
 int st_txid_cleanup(store *s) DV_MUST_CHECK;
 /* Free every cached handle (store_close). */
