@@ -32,6 +32,7 @@
 #include "store/body.h"
 #include "store/store_int.h"
 #include "util/alloc.h"
+#include "util/b64.h"
 #include "util/md5.h"
 
 /* ---- ids and special members ------------------------------------------------ */
@@ -50,6 +51,69 @@ int store_docid_check(const char *id, size_t len, int local) {
 static int key_is(const json_member *m, const char *k) {
   size_t n = strlen(k);
   return m->klen == n && !memcmp(m->key, k, n);
+}
+
+/* A name CouchDB accepts: non-empty UTF-8, not starting with '_'. */
+static int att_name_ok(const char *p, size_t n) {
+  return n && p[0] != '_' && !json_utf8_check(p, n, NULL) && !memchr(p, 0, n);
+}
+
+static int att_int(const json_val *o, const char *k, int64_t *out) {
+  const json_val *v = json_obj_getz(o, k);
+  if (!v) return 0;
+  if (v->type != JSON_NUMBER || json_num_int64(v->u.s, v->len, out) || *out < 0) return DV_EBAD_ATT;
+  return 0;
+}
+
+/* "_attachments": {name: {stub | data | follows, …}} into e->atts. */
+static int atts_from_json(dv_arena *a, const json_val *v, store_edit *e) {
+  if (v->type != JSON_OBJECT) return DV_EBAD_ATT;
+  store_att *atts = arena_calloc(a, (v->len ? v->len : 1) * sizeof *atts);
+  if (!atts) return DV_ENOMEM;
+  for (size_t i = 0; i < v->len; i++) {
+    const json_member *m = &v->u.members[i];
+    const json_val *o = m->val;
+    store_att *t = &atts[i];
+    if (!att_name_ok(m->key, m->klen) || o->type != JSON_OBJECT) return DV_EBAD_ATT;
+    t->name = m->key;
+    t->name_len = m->klen;
+    const json_val *ct = json_obj_getz(o, "content_type"), *stub = json_obj_getz(o, "stub");
+    const json_val *data = json_obj_getz(o, "data"), *fol = json_obj_getz(o, "follows");
+    const json_val *dig = json_obj_getz(o, "digest"), *enc = json_obj_getz(o, "encoding");
+    if (ct && ct->type == JSON_STRING) t->type = ct->u.s, t->type_len = ct->len;
+    if (att_int(o, "revpos", &t->revpos) || att_int(o, "length", &t->length) ||
+        att_int(o, "encoded_length", &t->enc_length))
+      return DV_EBAD_ATT;
+    if (dig && dig->type == JSON_STRING && dig->len > 4 && !memcmp(dig->u.s, "md5-", 4)) {
+      uint8_t md5[18]; /* dv_b64_decoded_max(24) */
+      size_t n;
+      if (dig->len - 4 <= 24 && !dv_b64_decode(dig->u.s + 4, dig->len - 4, 0, md5, &n) && n == 16) {
+        memcpy(t->md5, md5, 16);
+        t->has_md5 = 1;
+      }
+    }
+    if (stub && stub->type == JSON_BOOL && stub->b) {
+      t->stub = 1;
+    } else if (data && data->type == JSON_STRING) {
+      uint8_t *p = arena_alloc(a, dv_b64_decoded_max(data->len) + 1);
+      size_t n;
+      if (!p) return DV_ENOMEM;
+      if (dv_b64_decode(data->u.s, data->len, 0, p, &n)) return DV_EBAD_ATT;
+      t->data = p;
+      t->data_len = n;
+      t->length = (int64_t)n;
+      t->has_md5 = 0; /* CouchDB computes inline data's digest itself */
+    } else if (fol && fol->type == JSON_BOOL && fol->b) {
+      t->follows = 1;
+      t->gzip = enc && enc->type == JSON_STRING && enc->len == 4 && !memcmp(enc->u.s, "gzip", 4);
+      if (!t->gzip) t->enc_length = t->length;
+    } else {
+      return DV_EBAD_ATT;
+    }
+  }
+  e->atts = atts;
+  e->n_atts = v->len;
+  return 0;
 }
 
 int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_edit *e) {
@@ -85,7 +149,8 @@ int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_
       /* the replicator's fields on _replicator docs: CouchDB keeps them */
       if (json_obj_set(a, body, m->key, m->klen, m->val)) return DV_ENOMEM;
     } else if (key_is(m, "_attachments")) {
-      return DV_ENOTSUP; /* attachments arrive with their own issue */
+      int rc = atts_from_json(a, m->val, e);
+      if (rc) return rc;
     } else {
       return DV_EDOC_FIELD;
     }
@@ -157,7 +222,20 @@ typedef struct ed {
   int kept_rc;          /* results of a maybe-committed attempt */
   store_rev kept_rev;
   uint8_t kept_h[16];
+  store_att *in;        /* e->atts with sizes, digests and AttIDs of new content filled (dv_malloc) */
+  size_t n_in;
+  size_t att_bytes;     /* in-memory content written by the edit's transaction */
+  store_att *res;       /* this attempt's resolved stubs (attempt arena) */
+  store_att_upload **spill; /* uploads prepare made for content past STORE_ATT_INLINE_MAX */
+  size_t n_spill;
+  int wrote, kept_wrote; /* the edit wrote a revision (its uploads are linked) */
 } ed;
+
+static int has_att_id(const uint8_t *ids, size_t n, const uint8_t id[16]) {
+  for (size_t i = 0; i < n; i++)
+    if (!memcmp(ids + 16 * i, id, 16)) return 1;
+  return 0;
+}
 
 static int emit_buf(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
   ed *d = arg;
@@ -176,6 +254,68 @@ static size_t doc_prefix_max(const store *s, const store_edit *e) {
   if (e->path_len && e->path[0].raw) hash = 2 + 2 * (size_t)e->path[0].len;
   /* root + (1, prefix int ≤ 9) + "d" + id (escaped ≤ 2x) + bool + pos ≤ 9 */
   return s->root_len + 1 + 9 + 3 + 2 + 2 * e->id_len + 1 + 9 + hash;
+}
+
+/* Upload in-memory content while the edit's total passes
+ * STORE_ATT_INLINE_MAX, biggest first. */
+static int spill(store_db *db, ed *d) {
+  d->spill = dv_calloc(d->n_in, sizeof *d->spill);
+  if (!d->spill) return DV_ENOMEM;
+  while (d->att_bytes > STORE_ATT_INLINE_MAX) {
+    store_att *big = NULL;
+    for (size_t i = 0; i < d->n_in; i++) {
+      store_att *t = &d->in[i];
+      if (!t->stub && !t->up && (!big || t->data_len > big->data_len)) big = t;
+    }
+    store_att_upload *u;
+    int rc = store_att_upload_begin(db, d->e->id, d->e->id_len, &u);
+    if (rc) return rc;
+    d->spill[d->n_spill++] = u;
+    if ((rc = store_att_upload_write(u, big->data, big->data_len)) || (rc = store_att_upload_finish(u, NULL, NULL)))
+      return rc;
+    d->att_bytes -= big->data_len;
+    big->up = u;
+    big->data = NULL;
+    big->data_len = 0;
+    memcpy(big->id, st_upload_id(u), 16);
+  }
+  return 0;
+}
+
+/* Check the edit's attachments and fill in what new content tells. */
+static int prepare_atts(store_db *db, ed *d) {
+  store_edit *e = d->e;
+  if (!e->n_atts) return 0;
+  d->in = dv_malloc(e->n_atts * sizeof *d->in);
+  if (!d->in) return DV_ENOMEM;
+  memcpy(d->in, e->atts, e->n_atts * sizeof *d->in);
+  d->n_in = e->n_atts;
+  for (size_t i = 0; i < d->n_in; i++) {
+    store_att *t = &d->in[i];
+    if (!att_name_ok(t->name, t->name_len)) return DV_EBAD_ATT;
+    for (size_t j = 0; j < i; j++)
+      if (d->in[j].name_len == t->name_len && !memcmp(d->in[j].name, t->name, t->name_len)) return DV_EBAD_ATT;
+    if (!t->type || !t->type_len) t->type = "application/octet-stream", t->type_len = 24;
+    if (t->stub) {
+      if (t->up || t->data) return DV_EBAD_ATT;
+      continue;
+    }
+    if (t->up) {
+      if (t->data || st_upload_done(t->up, &t->enc_length, t->md5)) return DV_EBAD_ATT;
+      memcpy(t->id, st_upload_id(t->up), 16);
+    } else {
+      if (t->follows && !t->data) return DV_EBAD_ATT; /* the caller never gave the content */
+      dv_md5 m;
+      dv_md5_init(&m);
+      dv_md5_update(&m, t->data, t->data_len);
+      dv_md5_final(&m, t->md5);
+      memcpy(t->id, t->md5, 16);
+      t->enc_length = (int64_t)t->data_len;
+      d->att_bytes += t->data_len;
+    }
+    if (!t->gzip) t->length = t->enc_length;
+  }
+  return d->att_bytes > STORE_ATT_INLINE_MAX ? spill(db, d) : 0;
 }
 
 static int prepare(store *s, ed *d) {
@@ -230,13 +370,15 @@ struct deltas {
 
 static int write_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br,
                       const ed *d) {
-  if (br->deleted && d->empty) return 0; /* a plain deletion stores no body */
-  dv_buf k;
+  if (br->deleted && d->empty && !d->n_in) return 0; /* a plain deletion stores no body */
+  dv_buf k, meta;
   buf_init(&k);
+  buf_init(&meta);
   st_doc_key(x, &k, id, id_len, br);
   size_t plen = k.len;
-  static const uint8_t meta[] = {0x14}; /* (DocFormat 0,) */
-  int rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, meta, sizeof meta);
+  int rc = st_meta_encode(&meta, d->res, d->n_in); /* (DocFormat 0[, stubs]) */
+  if (!rc) rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, meta.p, meta.len);
+  buf_free(&meta);
   const uint8_t *p = d->kvs.p, *end = d->kvs.p + d->kvs.len;
   while (!rc && p < end) {
     uint32_t kl, vl;
@@ -263,7 +405,7 @@ static void count(struct deltas *dl, const st_branch *old_w, const st_branch *ne
 }
 
 static int64_t leaf_kv_size(const ed *d, size_t plen) {
-  if (d->empty && d->e->deleted) return 0;
+  if (d->empty && d->e->deleted && !d->n_in) return 0;
   return (int64_t)(d->kv_bytes + (d->n_kvs + 1) * plen + 1);
 }
 
@@ -293,8 +435,94 @@ static void new_hash(const ed *d, int deleted, const store_rev *parent, uint8_t 
   dv_md5_init(&m);
   dv_md5_update(&m, b.p, b.len);
   dv_md5_update(&m, d->digest, 16);
+  for (size_t i = 0; i < d->n_in; i++) { /* the attachments: name and digest */
+    uint32_t n = (uint32_t)d->res[i].name_len;
+    dv_md5_update(&m, &n, 4);
+    dv_md5_update(&m, d->res[i].name, n);
+    dv_md5_update(&m, d->res[i].md5, 16);
+  }
   dv_md5_final(&m, out);
   buf_free(&b);
+}
+
+/* ---- attachments in the transaction ------------------------------------------------ */
+
+/* Resolve the edit's attachments for this attempt into d->res and the new
+ * leaf's AttIDs: stubs from the leaves in `from` (interactive: the parent;
+ * new_edits=false: every leaf), new content gets revpos `newpos` (or the
+ * revpos it came with, under new_edits=false). Reads only. *bad gets
+ * DV_EMISSING_STUB for a stub that matches nothing. */
+static int atts_resolve(kv_txn *txn, const st_dbx *x, ed *d, const st_branch *from, int n_from, int64_t newpos,
+                        int keep_revpos, dv_arena *a, st_branch *L, int *bad) {
+  store_edit *e = d->e;
+  *bad = 0;
+  d->res = NULL;
+  L->att_ids = NULL;
+  L->n_att_ids = 0;
+  if (!d->n_in) return 0;
+  store_att *r = arena_alloc(a, d->n_in * sizeof *r);
+  uint8_t *ids = arena_alloc(a, d->n_in * 16);
+  if (!r || !ids) return DV_ENOMEM;
+  memcpy(r, d->in, d->n_in * sizeof *r);
+  store_att **cand = NULL;
+  size_t *n_cand = NULL;
+  for (size_t i = 0; i < d->n_in; i++) {
+    store_att *t = &r[i];
+    if (!t->stub) {
+      if (!keep_revpos || t->revpos < 1) t->revpos = newpos;
+      continue;
+    }
+    if (!cand) { /* the candidates' stubs, read once */
+      cand = arena_calloc(a, (size_t)(n_from ? n_from : 1) * sizeof *cand);
+      n_cand = arena_calloc(a, (size_t)(n_from ? n_from : 1) * sizeof *n_cand);
+      if (!cand || !n_cand) return DV_ENOMEM;
+      for (int k = 0; k < n_from; k++) {
+        int rc = st_leaf_atts(txn, x, e->id, e->id_len, &from[k], a, &cand[k], &n_cand[k]);
+        if (rc) return rc;
+      }
+    }
+    const store_att *hit = NULL;
+    for (int k = 0; k < n_from && !hit; k++)
+      for (size_t j = 0; j < n_cand[k] && !hit; j++) {
+        const store_att *c = &cand[k][j];
+        if (c->name_len == t->name_len && !memcmp(c->name, t->name, t->name_len) &&
+            (!t->has_md5 || !memcmp(c->md5, t->md5, 16)))
+          hit = c;
+      }
+    if (!hit) {
+      *bad = DV_EMISSING_STUB;
+      return 0;
+    }
+    *t = *hit; /* name, type, sizes, digest, revpos, AttID as stored */
+  }
+  for (size_t i = 0; i < d->n_in; i++)
+    if (!has_att_id(ids, L->n_att_ids, r[i].id)) memcpy(ids + 16 * L->n_att_ids++, r[i].id, 16);
+  d->res = r;
+  L->att_ids = ids;
+  return 0;
+}
+
+/* The writes of the edit's new content: uploads linked (their markers
+ * checked first, so a refused edit writes nothing), in-memory content as
+ * chunks. *bad gets DV_EATT_GONE for an upload the sweeper took. */
+static int atts_write(kv_txn *txn, const st_dbx *x, ed *d, int *bad) {
+  *bad = 0;
+  for (size_t i = 0; i < d->n_in; i++)
+    if (d->res[i].up) {
+      int rc = st_att_link(txn, x, d->res[i].up);
+      if (rc == DV_EATT_GONE) {
+        *bad = rc;
+        return 0;
+      }
+      if (rc) return rc;
+    }
+  for (size_t i = 0; i < d->n_in; i++) {
+    const store_att *t = &d->res[i];
+    if (t->stub || t->up) continue;
+    int rc = st_att_write(txn, x, d->e->id, d->e->id_len, t->id, t->data, t->data_len);
+    if (rc) return rc;
+  }
+  return 0;
 }
 
 static size_t doc_prefix_len(const st_dbx *x, const char *id, size_t id_len, const st_branch *br) {
@@ -304,6 +532,19 @@ static size_t doc_prefix_len(const st_dbx *x, const char *id, size_t id_len, con
   size_t n = k.len;
   buf_free(&k);
   return n;
+}
+
+/* Clear the content `gone` (a leaf being replaced) used that neither the
+ * new leaf L nor any other branch in others[] uses. */
+static int collect(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *gone,
+                   const st_branch *others, int n_others, const st_branch *L, dv_arena *a) {
+  st_branch *keep = arena_alloc(a, (size_t)(n_others + 1) * sizeof *keep);
+  if (!keep) return DV_ENOMEM;
+  int n = 0;
+  keep[n++] = *L;
+  for (int i = 0; i < n_others; i++)
+    if (others[i].deleted != gone->deleted || store_rev_cmp(&others[i].rev, &gone->rev)) keep[n++] = others[i];
+  return st_att_collect(txn, x, id, id_len, gone->att_ids, gone->n_att_ids, keep, n);
 }
 
 /* ---- interactive edits ------------------------------------------------------------ */
@@ -366,6 +607,20 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, st
   memset(&L, 0, sizeof L);
   L.deleted = e->deleted;
   L.rev.pos = parent.pos + 1;
+  int bad;
+  if ((rc = atts_resolve(txn, x, d, &B, haveB, L.rev.pos, 0, a, &L, &bad))) return rc;
+  if (bad) {
+    e->rc = bad;
+    return 0;
+  }
+  int64_t bc = haveW ? W.bc : 1;
+  /* content the replaced leaf used: other branches are read now, before
+   * this transaction writes (the winner's value becomes unreadable) */
+  st_branch *keep = NULL;
+  int n_keep = 0;
+  if (haveB && B.n_att_ids && bc > 1 &&
+      (rc = st_branch_range(txn, x, e->id, e->id_len, NULL, 0, 0, a, &keep, &n_keep)))
+    return rc;
   new_hash(d, e->deleted, &parent, d->newh);
   L.rev.h = d->newh;
   L.rev.len = 16;
@@ -376,12 +631,19 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, st
   }
   L.json_size = d->json_size;
   L.kv_size = leaf_kv_size(d, doc_prefix_len(x, e->id, e->id_len, &L));
-  int64_t bc = haveW ? W.bc : 1;
   const st_branch *NW; /* the winner after the edit */
   if (!haveW) NW = &L;
   else if (b_is_w) NW = !L.deleted ? &L : (haveP2 && st_branch_cmp(&P2, &L) > 0 ? &P2 : &L);
   else NW = st_branch_cmp(&L, &W) > 0 ? &L : &W;
   /* writes */
+  if (d->n_in) {
+    if ((rc = atts_write(txn, x, d, &bad))) return rc;
+    if (bad) {
+      e->rc = bad;
+      return 0;
+    }
+  }
+  if (haveB && B.n_att_ids && (rc = collect(txn, x, e->id, e->id_len, &B, keep, n_keep, &L, a))) return rc;
   if (haveB && (rc = st_branch_clear(txn, x, e->id, e->id_len, &B))) return rc;
   if ((rc = st_branch_put(txn, x, e->id, e->id_len, &L, NW == &L, uv, bc))) return rc;
   if (haveW && !b_is_w && (rc = st_branch_put(txn, x, e->id, e->id_len, &W, NW == &W, uv, bc))) return rc;
@@ -475,6 +737,16 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, str
   L.n_anc = mn - 1;
   L.json_size = d->json_size;
   L.kv_size = leaf_kv_size(d, doc_prefix_len(x, e->id, e->id_len, &L));
+  int bad;
+  if ((rc = atts_resolve(txn, x, d, brs, nb, L.rev.pos, 1, a, &L, &bad))) return rc;
+  if (!bad && d->n_in) rc = atts_write(txn, x, d, &bad);
+  if (rc) return rc;
+  if (bad) {
+    e->rc = bad;
+    return 0;
+  }
+  if (ext >= 0 && brs[ext].n_att_ids && (rc = collect(txn, x, e->id, e->id_len, &brs[ext], brs, nb, &L, a)))
+    return rc;
   /* old winner, new winner, branch count */
   const st_branch *W = NULL, *NW = &L;
   int64_t bc = 1;
@@ -522,10 +794,12 @@ static int up_fn(kv_txn *txn, void *arg) {
     ed *d = &u->eds[i];
     if (d->refused) continue;
     d->e->rc = 0;
+    d->wrote = 0;
     int wrote = 0;
     rc = u->new_edits ? edit_interactive(txn, &x, d, uv, &dl, &u->arena, &wrote)
                       : edit_replicated(txn, &x, d, uv, &dl, &u->arena, &wrote);
     if (rc) return rc;
+    d->wrote = wrote;
     uv += (uint16_t)wrote;
   }
   if (uv == 0) return 0; /* nothing written: a read-only commit */
@@ -546,6 +820,7 @@ static void up_keep(void *arg) {
     if (d->refused) continue;
     d->kept_rc = d->e->rc;
     d->kept_rev = d->e->rev;
+    d->kept_wrote = d->wrote;
     if (d->e->rev.h == d->newh) {
       memcpy(d->kept_h, d->newh, 16);
       d->kept_rev.h = d->kept_h;
@@ -560,6 +835,7 @@ static void up_restore(void *arg) {
     if (d->refused) continue;
     d->e->rc = d->kept_rc;
     d->e->rev = d->kept_rev;
+    d->wrote = d->kept_wrote;
   }
 }
 
@@ -606,6 +882,7 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
     memset(&edits[i].rev, 0, sizeof edits[i].rev);
     if (!new_edits && edits[i].path_len == 0) edits[i].rc = DV_EBAD_REV;
     if (!edits[i].rc) edits[i].rc = prepare(s, &eds[i]);
+    if (!edits[i].rc) edits[i].rc = prepare_atts(db, &eds[i]);
     if (edits[i].rc) {
       eds[i].refused = 1;
       if (edits[i].rc == DV_ENOMEM) { rc = DV_ENOMEM; goto out; }
@@ -618,7 +895,7 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
   while (!rc && i < n) {
     size_t j = i, bytes = 0;
     while (j < n) {
-      size_t c = eds[j].kvs.len + 4096;
+      size_t c = eds[j].kvs.len + eds[j].att_bytes + 4096;
       if (j > i && bytes + c > ST_TXN_BUDGET) break;
       bytes += c;
       j++;
@@ -630,6 +907,9 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
     u.to = j;
     op.arg = &u;
     rc = st_run(s, &op);
+    for (size_t k = i; !rc && k < j; k++) /* committed: the uploads it used are linked */
+      for (size_t t = 0; eds[k].wrote && !eds[k].refused && t < eds[k].n_in; t++)
+        if (eds[k].in[t].up) st_upload_set_linked(eds[k].in[t].up);
     i = j;
   }
   arena_free(&u.arena);
@@ -641,7 +921,12 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
     }
   }
 out:
-  for (size_t k = 0; k < n; k++) buf_free(&eds[k].kvs);
+  for (size_t k = 0; k < n; k++) {
+    buf_free(&eds[k].kvs);
+    for (size_t t = 0; t < eds[k].n_spill; t++) store_att_upload_free(eds[k].spill[t]);
+    dv_free(eds[k].spill);
+    dv_free(eds[k].in);
+  }
   dv_free(eds);
   return rc;
 }

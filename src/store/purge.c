@@ -36,8 +36,8 @@
  *      drop the info that falls past the limit, move update_seq forward (a
  *      versionstamped value, so watchers and indexers see the purge), the
  *      db_updates queue entry, the TxId.
- * Not here: attachments (a purged leaf's attachment chunks are collected
- * with the attachments), the HTTP shape of _purge (http/h_purge.c).
+ * A purged leaf's attachment content is cleared when no remaining leaf
+ * uses it (att.c). Not here: the HTTP shape of _purge (http/h_purge.c).
  */
 #include <string.h>
 
@@ -189,6 +189,16 @@ static int pg_fn(kv_txn *txn, void *arg) {
     const st_branch *w = &brs[nb - 1], *nw = NULL;
     if (!w->winner) return DV_ECORRUPT;
     int64_t dc = 0, ddc = 0, sa = 0, se = 0;
+    /* attachment content only the purged leaves used */
+    st_branch *keep = arena_alloc(&g->arena, (size_t)nb * sizeof *keep);
+    int n_keep = 0;
+    if (!keep) return DV_ENOMEM;
+    for (int k = 0; k < nb; k++)
+      if (!gone[k]) keep[n_keep++] = brs[k];
+    for (int k = 0; k < nb; k++)
+      if (gone[k] && brs[k].n_att_ids &&
+          (rc = st_att_collect(txn, &x, g->id, g->id_len, brs[k].att_ids, brs[k].n_att_ids, keep, n_keep)))
+        return rc;
     for (int k = 0; k < nb; k++) {
       if (!gone[k]) {
         nw = &brs[k]; /* key order: the last one left wins */

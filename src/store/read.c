@@ -41,8 +41,20 @@ static int read_leaf(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len
 }
 
 /* The body of a leaf (an empty object for a plain tombstone). */
+/* The "_attachments" stubs in a RevisionMetadata value, or NULL when none. */
+static int meta_atts_json(const uint8_t *v, size_t vl, dv_arena *a, int flags, json_val **out) {
+  store_att *atts;
+  size_t n;
+  *out = NULL;
+  int rc = st_meta_atts(v, vl, a, &atts, &n);
+  if (rc || !n) return rc;
+  *out = st_atts_json(a, atts, n, flags & STORE_ATT_INFO);
+  return *out ? 0 : DV_ENOMEM;
+}
+
 static int read_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
-                     json_val **out) {
+                     int flags, json_val **out, json_val **atts) {
+  *atts = NULL;
   dv_buf b, e;
   buf_init(&b);
   buf_init(&e);
@@ -57,7 +69,10 @@ static int read_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len
   kv_pair p;
   int k;
   while (!rc && (k = kv_iter_next(it, &p)) == 1) {
-    if (p.key_len == b.len) continue; /* the RevisionMetadata KV */
+    if (p.key_len == b.len) { /* the RevisionMetadata KV: attachment stubs */
+      if (br->n_att_ids) rc = meta_atts_json(p.val, p.val_len, a, flags, atts);
+      continue;
+    }
     rc = body_implode_add(&bb, p.key + b.len, p.key_len - b.len, p.val, p.val_len);
   }
   if (!rc && k < 0) rc = k;
@@ -99,7 +114,7 @@ static int br_desc(const void *x, const void *y) { return -st_branch_cmp(x, y); 
 /* The document as CouchDB shows it. all/n_all: every branch (for
  * conflicts), may be NULL; winner: the doc's winner (for _local_seq). */
 static json_val *build_doc(dv_arena *a, const char *id, size_t id_len, const st_branch *br, json_val *body,
-                           int flags, const st_branch *all, int n_all, const st_branch *winner) {
+                           json_val *atts, int flags, const st_branch *all, int n_all, const st_branch *winner) {
   json_val *d = json_new_object(a);
   if (!d) return NULL;
   SETZ(d, "_id", json_new_string(a, id, id_len));
@@ -145,14 +160,15 @@ static json_val *build_doc(dv_arena *a, const char *id, size_t id_len, const st_
     SETZ(rv, "ids", ids);
     SETZ(d, "_revisions", rv);
   }
+  if (atts) SETZ(d, "_attachments", atts); /* last, as couch_doc:to_json_obj */
   return d;
 }
 
 /* Read the body of br and build the doc; conflicts need all branches. */
 static int load_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, int flags,
                     const st_branch *winner, dv_arena *a, json_val **out) {
-  json_val *body;
-  int rc = read_body(txn, x, id, id_len, br, a, &body);
+  json_val *body, *atts;
+  int rc = read_body(txn, x, id, id_len, br, a, flags, &body, &atts);
   if (rc) return rc;
   st_branch *all = NULL;
   int n_all = 0;
@@ -160,7 +176,7 @@ static int load_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
     rc = st_branch_range(txn, x, id, id_len, NULL, 0, 0, a, &all, &n_all);
     if (rc) return rc;
   }
-  *out = build_doc(a, id, id_len, br, body, flags, all, n_all, winner);
+  *out = build_doc(a, id, id_len, br, body, atts, flags, all, n_all, winner);
   return *out ? 0 : DV_ENOMEM;
 }
 
@@ -530,7 +546,7 @@ static int row_push(struct all_arg *g, kv_txn *txn, const st_dbx *x, const char 
 }
 
 /* Row i's document from its winner's body (conflicts read the branches). */
-static int docs_finish(kv_txn *txn, const st_dbx *x, struct all_arg *g, int i, json_val *body) {
+static int docs_finish(kv_txn *txn, const st_dbx *x, struct all_arg *g, int i, json_val *body, json_val *atts) {
   store_doc_row *row = &g->rows[i];
   const st_branch *w = &g->wins[i];
   st_branch *all = NULL;
@@ -539,7 +555,7 @@ static int docs_finish(kv_txn *txn, const st_dbx *x, struct all_arg *g, int i, j
     int rc = st_branch_range(txn, x, row->id, row->id_len, NULL, 0, 0, &g->a, &all, &n_all);
     if (rc) return rc;
   }
-  row->doc = build_doc(&g->a, row->id, row->id_len, w, body, g->doc_flags, all, n_all, w);
+  row->doc = build_doc(&g->a, row->id, row->id_len, w, body, atts, g->doc_flags, all, n_all, w);
   return row->doc ? 0 : DV_ENOMEM;
 }
 
@@ -566,10 +582,10 @@ static int load_bodies(kv_txn *txn, const st_dbx *x, struct all_arg *g) {
   body_builder bb;
   int j = 0, open = 0, k = 0; /* j counts rows in ascending order */
   kv_pair p;
-  json_val *body = NULL;
+  json_val *body = NULL, *atts = NULL;
 #define ROW(j) (desc ? g->n - 1 - (j) : (j))
   /* finish the open row (its body is complete) */
-#define CLOSE()                                                                                                do {                                                                                                           if (open) {                                                                                                    int r_ = ROW(j);                                                                                             rc = body_implode_end(&bb, &body);                                                                           body_implode_free(&bb);                                                                                      open = 0;                                                                                                    if (!rc) rc = docs_finish(txn, x, g, r_, body);                                                            }                                                                                                          } while (0)
+#define CLOSE()                                                                                                do {                                                                                                           if (open) {                                                                                                    int r_ = ROW(j);                                                                                             rc = body_implode_end(&bb, &body);                                                                           body_implode_free(&bb);                                                                                      open = 0;                                                                                                    if (!rc) rc = docs_finish(txn, x, g, r_, body, atts);                                                            }                                                                                                          } while (0)
   if (!rc) st_doc_key(x, &pre, g->rows[ROW(0)].id, g->rows[ROW(0)].id_len, &g->wins[ROW(0)]);
   if (!rc && buf_error(&pre)) rc = DV_ENOMEM;
   while (!rc && j < g->n && (k = kv_iter_next(it, &p)) == 1) {
@@ -579,8 +595,10 @@ static int load_bodies(kv_txn *txn, const st_dbx *x, struct all_arg *g) {
         if (!open) {
           body_implode_begin(&bb, &g->a);
           open = 1;
+          atts = NULL;
         }
         if (p.key_len > pre.len) rc = body_implode_add(&bb, p.key + pre.len, p.key_len - pre.len, p.val, p.val_len);
+        else if (g->wins[ROW(j)].n_att_ids) rc = meta_atts_json(p.val, p.val_len, &g->a, g->doc_flags, &atts);
         break;
       }
       size_t n = p.key_len < pre.len ? p.key_len : pre.len;

@@ -33,6 +33,12 @@
   X(store_doc_too_large, 30) \
   X(store_doc_txn_budget, 60) \
   X(store_doc_path_too_long, 30) \
+  X(store_att_inline_roundtrip, 30) \
+  X(store_att_stubs_and_collection, 30) \
+  X(store_att_conflicts_and_purge, 30) \
+  X(store_att_uploads, 60) \
+  X(store_att_spill, 60) \
+  X(store_att_from_json, 10) \
   X(store_purge_leaf, 10) \
   X(store_purge_full, 10) \
   X(store_purge_winner, 10) \
