@@ -1,4 +1,4 @@
-/* fuzz_b64.c — libFuzzer target for the strict parsers of src/http/crypto.c:
+/* fuzz_b64.c — libFuzzer target for the strict parsers of util/b64.c and src/http/crypto.c:
  * the base64 decoder (both alphabets) and the [admins] value parser.
  *
  * Base64: the input, as is, is decoded in both modes. Whatever decodes must
