@@ -82,7 +82,7 @@ typedef struct kv_watch kv_watch; /* a registered watch */
 
 typedef struct kv_rocks_opts {
   size_t block_cache_mb;   /* RocksDB block cache; 0 = default (256) */
-  size_t memtable_mb;      /* write buffer size; 0 = default (64) */
+  size_t memtable_mb;      /* write buffer size; 0 = default (32) */
   int no_sync;             /* 1: skip fsync of the WAL (tests of speed only) */
   int create_if_missing;   /* 1: create the directory and store */
 } kv_rocks_opts;
@@ -133,6 +133,9 @@ int kv_get_read_version(kv_txn *txn, int64_t *out_version) DV_MUST_CHECK;
 enum {
   KV_SNAPSHOT = 1 << 0, /* no read conflict for this read */
   KV_REVERSE = 1 << 1,  /* range: return keys in descending order */
+  KV_BULK = 1 << 2,     /* range: bulk data read once (attachment content):
+                           the backend keeps it out of its caches (RocksDB:
+                           fill_cache off; a hint, no change in results) */
 };
 
 /* Point read. On success *out_found is 1 with *out_val and *out_len set
@@ -151,7 +154,7 @@ typedef struct kv_pair {
 
 /* Start a range read of keys in [begin, end). limit 0 = no limit. flags:
  * KV_SNAPSHOT, KV_REVERSE. The iterator streams: the backend fetches in
- * batches, merges in the transaction's own writes, and adds the read
+ * batches, merges in the transaction's own writes (KV_BULK: see above), and adds the read
  * conflict range when the iterator is freed — [begin, end) if it reached
  * the end, or only up to the last key returned if it stopped early. */
 int kv_iter_begin(kv_txn *txn, const void *begin, size_t begin_len, const void *end, size_t end_len,

@@ -465,6 +465,7 @@ static int r_iter_begin(kv_txn *kt, const uint8_t *b, size_t bl, const uint8_t *
   rocksdb_readoptions_set_snapshot(ro, t->snap->s);
   rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)it->b, bl);
   rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)it->e, el);
+  if (flags & KV_BULK) rocksdb_readoptions_set_fill_cache(ro, 0); /* a download must not fill the block cache */
   it->ri = rocksdb_create_iterator(t->db->db, ro);
   it->ro = ro;
   buf_init(&it->last);
@@ -1595,7 +1596,9 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   rocksdb_options_set_create_if_missing(d->opts, o->create_if_missing);
   rocksdb_options_increase_parallelism(d->opts, 2);
   rocksdb_options_set_max_background_jobs(d->opts, 2);
-  rocksdb_options_set_write_buffer_size(d->opts, (o->memtable_mb ? o->memtable_mb : 64) << 20);
+  /* 32 MB memtables (two at most): with 64 MB a 1 GiB attachment upload
+   * held 128 MB of memtable alone, past issue 7's 128 MB RSS bound */
+  rocksdb_options_set_write_buffer_size(d->opts, (o->memtable_mb ? o->memtable_mb : 32) << 20);
   rocksdb_options_set_compression(d->opts, rocksdb_lz4_compression);
   rocksdb_options_set_wal_compression(d->opts, rocksdb_zstd_compression);
   d->cache = rocksdb_cache_create_lru((o->block_cache_mb ? o->block_cache_mb : 256) << 20);

@@ -592,7 +592,7 @@ static int pread_fn(kv_txn *txn, void *arg) {
   tup_int(&w, c1 + 1);
   kv_iter *it = NULL;
   rc = buf_error(&k) || buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
-  if (!rc) rc = kv_iter_begin(txn, b.p, b.len, e.p, e.len, 0, KV_SNAPSHOT, &it);
+  if (!rc) rc = kv_iter_begin(txn, b.p, b.len, e.p, e.len, 0, KV_SNAPSHOT | KV_BULK, &it);
   kv_pair p;
   int more = 0;
   int64_t want = c0;
