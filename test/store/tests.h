@@ -39,6 +39,7 @@
   X(store_att_uploads, 60) \
   X(store_att_spill, 60) \
   X(store_att_from_json, 10) \
+  X(store_att_meta_hostile, 30) \
   X(store_purge_leaf, 10) \
   X(store_purge_full, 10) \
   X(store_purge_winner, 10) \
