@@ -329,8 +329,10 @@ static int up_flush(store_att_upload *u, size_t nbytes) {
   if (rc) return rc;
   u->began = 1;
   u->next += (int64_t)((nbytes + STORE_ATT_CHUNK - 1) / STORE_ATT_CHUNK);
-  memmove(u->batch.p, u->batch.p + nbytes, u->batch.len - nbytes);
-  u->batch.len -= nbytes;
+  if (nbytes) { /* the batch may not exist yet (the marker-only flush) */
+    memmove(u->batch.p, u->batch.p + nbytes, u->batch.len - nbytes);
+    u->batch.len -= nbytes;
+  }
   return 0;
 }
 
