@@ -22,8 +22,13 @@
  *                CouchDB computes them (offset counts the live documents
  *                before the first row, which costs a scan of them).
  *
- * Not here: attachments (issue 7: _attachments members are refused by the
- * store), multipart _bulk_get answers, _purge. Answers are built whole in
+ * Attachments (hatt.c): _bulk_docs takes inline data and stubs (as PouchDB
+ * and the replicator send them; an error of one document's stubs is that
+ * document's row, a bad or oversized attachment fails the request as
+ * CouchDB's from_json_obj_validate does); _bulk_get and _all_docs
+ * include_docs inline content with attachments=true / atts_since.
+ *
+ * Not here: multipart _bulk_get answers, _purge. Answers are built whole in
  * r->out; _all_docs could stream through a feed once that is worth it.
  */
 #include <stdint.h>
@@ -186,7 +191,7 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
     } else if (mem_is(m->key, m->klen, "_deleted") && v->type == JSON_BOOL) {
       d->deleted = v->b;
     } else if (mem_is(m->key, m->klen, "_attachments") && v->type == JSON_OBJECT) {
-      /* the store answers (attachments come with their own issue) */
+      /* store_edit_from_json reads them; hatt_prepare readies their content */
     } else if (mem_is(m->key, m->klen, "_revs_info") || mem_is(m->key, m->klen, "_local_seq") ||
                mem_is(m->key, m->klen, "_conflicts") || mem_is(m->key, m->klen, "_deleted_conflicts")) {
       /* ignored on write, as CouchDB */
@@ -249,7 +254,8 @@ static int local_overwrite(hreq *r, bdoc *d) {
   return rc;
 }
 
-static void jw_result_err(json_w *w, dv_buf *t, const char *id, size_t id_len, const store_rev *rev, int rc) {
+static void jw_result_err(json_w *w, dv_buf *t, const char *id, size_t id_len, const store_rev *rev, int rc,
+                          const char *why) {
   json_w_obj_begin(w);
   json_w_keyz(w, "id");
   json_w_str(w, id, id_len);
@@ -260,7 +266,7 @@ static void jw_result_err(json_w *w, dv_buf *t, const char *id, size_t id_len, c
   json_w_keyz(w, "error");
   json_w_strz(w, dv_err_couch(rc));
   json_w_keyz(w, "reason");
-  json_w_strz(w, dv_strerror(rc));
+  json_w_strz(w, why ? why : dv_strerror(rc));
   json_w_obj_end(w);
 }
 
@@ -408,7 +414,8 @@ void hapi_bulk_docs(hreq *r) {
   size_t *slot = NULL, *round_end = NULL, n_rounds = 0, n_edits = 0;
   if (bulk_rounds(r, d, n, new_edits, &slot, &round_end, &n_rounds, &n_edits)) return;
   store_edit *edits = arena_calloc(&r->a, (n_edits ? n_edits : 1) * sizeof *edits);
-  if (!edits) {
+  hatt_w *aw = hatt_w_new(r);
+  if (!edits || !aw) {
     hres_err(r, DV_ENOMEM);
     return;
   }
@@ -417,18 +424,23 @@ void hapi_bulk_docs(hreq *r) {
     store_edit *e = d[i].e = &edits[slot[i]];
     int rc = store_edit_from_json(&r->a, d[i].doc, new_edits, e);
     if (rc) {
-      hres_err(r, rc);
-      return;
+      hatt_err(r, rc, hatt_reason(r, rc, d[i].doc, NULL));
+      goto done;
     }
     if (!e->id) { /* CouchDB mints a uuid for a document without _id */
       char *u = arena_alloc(&r->a, 33);
       if (!u) {
         hres_err(r, DV_ENOMEM);
-        return;
+        goto done;
       }
       http_uuid(u);
       e->id = u;
       e->id_len = 32;
+    }
+    const char *why = NULL;
+    if ((rc = hatt_prepare(aw, e, &why))) {
+      hatt_err(r, rc, why);
+      goto done;
     }
   }
 
@@ -441,14 +453,14 @@ void hapi_bulk_docs(hreq *r) {
     else d[i].rc = local_overwrite(r, &d[i]);
     if (d[i].rc == DV_ENO_DB || dv_err_retryable(d[i].rc)) {
       hres_err(r, d[i].rc);
-      return;
+      goto done;
     }
   }
   for (size_t k = 0, from = 0; k < n_rounds; from = round_end[k++]) {
     int rc = store_update(r->db, edits + from, round_end[k] - from, new_edits);
     if (rc) {
       hres_err(r, rc);
-      return;
+      goto done;
     }
   }
 
@@ -473,13 +485,14 @@ void hapi_bulk_docs(hreq *r) {
     const char *id = d[i].local ? d[i].id : d[i].e->id;
     size_t id_len = d[i].local ? d[i].id_len : d[i].e->id_len;
     int rc = d[i].local ? d[i].rc : d[i].e->rc;
+    const char *why = rc && !d[i].local ? hatt_reason(r, rc, NULL, d[i].e) : NULL;
     if (!new_edits) { /* replication: only the failures, with their rev */
       const store_edit *e = d[i].e;
-      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len ? &e->path[0] : NULL, rc);
+      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len ? &e->path[0] : NULL, rc, why);
       continue;
     }
     if (rc) {
-      jw_result_err(&w, &t, id, id_len, NULL, rc);
+      jw_result_err(&w, &t, id, id_len, NULL, rc, why);
       continue;
     }
     json_w_obj_begin(&w);
@@ -500,6 +513,8 @@ void hapi_bulk_docs(hreq *r) {
   json_w_arr_end(&w);
   buf_free(&t);
   if (json_w_finish(&w)) hres_err(r, DV_ENOMEM);
+done:
+  hatt_w_done(aw);
 }
 
 /* ---- _bulk_get ------------------------------------------------------------------ */
@@ -527,8 +542,9 @@ static void jw_get_error(json_w *w, const json_val *id, const json_val *rev, con
 }
 
 /* One requested document: {"id":…,"docs":[…]}. Returns 0, or a
- * request-wide store error (nothing of the entry is usable then). */
-static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags) {
+ * request-wide store error (nothing of the entry is usable then).
+ * with_atts: attachments=true (an item's non-empty atts_since implies it). */
+static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int with_atts) {
   const json_val *id = NULL, *rev = NULL;
   const char *err = NULL, *why = NULL;
   store_rev rv;
@@ -548,8 +564,9 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags) {
     else
       have_rev = 1;
   }
-  if (!err) { /* atts_since must be a list of revs (attachments are not served yet) */
-    const json_val *as = json_obj_getz(item, "atts_since");
+  const json_val *as = NULL;
+  if (!err) { /* atts_since must be a list of revs */
+    as = json_obj_getz(item, "atts_since");
     if (as && as->type != JSON_ARRAY) {
       rev = as;
       err = "bad_request", why = "att_since value must be array of revs.";
@@ -593,11 +610,16 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags) {
     goto done;
   }
   if (rc) return rc;
+  hatt_ro ro = {.data = with_atts || (as && as->len), .since = as};
   for (size_t k = 0; k < res->len; k++) {
     const json_val *o = res->u.items[k];
     const json_val *miss = json_obj_getz(o, "missing");
-    if (miss) jw_get_error(w, id, miss, NULL, "not_found", "missing");
-    else json_w_val(w, o);
+    if (miss) {
+      jw_get_error(w, id, miss, NULL, "not_found", "missing");
+      continue;
+    }
+    if (ro.data && (rc = hatt_doc(r->db, &r->a, json_obj_getz(o, "ok"), &ro, NULL, NULL))) return rc;
+    json_w_val(w, o);
   }
   if (res->len == 0) jw_get_error(w, id, rev, have_rev ? NULL : "undefined", "not_found", "missing");
 done:
@@ -617,7 +639,7 @@ void hapi_bulk_get(hreq *r) {
   if (hreq_json_body(r, 1, &body)) return;
   /* Query parameters: couch_httpd_db's doc options; the per-revision ones
    * make no sense here and are refused. */
-  int flags = 0;
+  int flags = 0, with_atts = 0;
   for (int i = 0; i < r->nparams; i++) {
     const hparam *p = &r->params[i];
     static const char *const refused[] = {"open_revs", "new_edits", "w", "rev", "atts_since"};
@@ -634,6 +656,8 @@ void hapi_bulk_get(hreq *r) {
     else if (!strcmp(p->key, "meta")) flags |= STORE_META;
     else if (!strcmp(p->key, "local_seq")) flags |= STORE_LOCAL_SEQ;
     else if (!strcmp(p->key, "latest")) flags |= STORE_LATEST;
+    else if (!strcmp(p->key, "att_encoding_info")) flags |= STORE_ATT_INFO;
+    else if (!strcmp(p->key, "attachments")) with_atts = 1;
   }
   const json_val *docs = json_obj_getz(body, "docs");
   if (!docs || docs->type != JSON_ARRAY) {
@@ -650,7 +674,7 @@ void hapi_bulk_get(hreq *r) {
   json_w_keyz(&w, "results");
   json_w_arr_begin(&w);
   for (size_t i = 0; i < docs->len; i++) {
-    int rc = bulk_get_one(r, &w, docs->u.items[i], flags);
+    int rc = bulk_get_one(r, &w, docs->u.items[i], flags, with_atts);
     if (rc) {
       hres_err(r, rc);
       return;
@@ -804,6 +828,8 @@ typedef struct adq {
   int inclusive_end;         /* inclusive_end (default true) */
   int conflicts;             /* conflicts=true: _conflicts in included docs */
   int update_seq;            /* update_seq=true */
+  int attachments;           /* attachments=true: included docs carry content */
+  int att_encoding_info;     /* att_encoding_info=true */
   int64_t limit;             /* -1: none */
   int64_t skip;              /* rows dropped first */
   const json_val *start_key; /* startkey/start_key/key (any JSON), or NULL */
@@ -974,8 +1000,12 @@ static int adq_param(hreq *r, adq *q, const char *k, size_t kl, const pval *v) {
     return pval_bool(r, v, &q->reduce);
   } else if (K("group")) {
     return pval_bool(r, v, &q->group);
-  } else if (K("sorted") || K("attachments") || K("att_encoding_info")) {
-    return pval_bool(r, v, &b); /* checked; rows are always sorted, no attachments yet */
+  } else if (K("attachments")) {
+    return pval_bool(r, v, &q->attachments);
+  } else if (K("att_encoding_info")) {
+    return pval_bool(r, v, &q->att_encoding_info);
+  } else if (K("sorted")) {
+    return pval_bool(r, v, &b); /* checked; rows are always sorted */
   } else if (K("stale")) {
     s = pval_text(v, &n);
     if (!s || !(mem_is(s, n, "ok") || mem_is(s, n, "update_after"))) {
@@ -1052,6 +1082,7 @@ typedef struct adctx {
   size_t key_at;           /* keys mode: the next key's index in keys[] */
   size_t *key_idx;         /* keys mode: positions in keys of the rows asked */
   int err;                 /* a write failed */
+  int att_rc;              /* reading an included doc's attachments failed */
 } adctx;
 
 static void row_sep(adctx *c) {
@@ -1076,6 +1107,8 @@ static void row_write(adctx *c, const store_doc_row *row, const json_val *key) {
   buf_putc(o, '}');
   if (c->q->include_docs) {
     buf_puts(o, ",\"doc\":");
+    hatt_ro ro = {.data = c->q->attachments};
+    if (row->doc && ro.data && !c->att_rc) c->att_rc = hatt_doc(c->r->db, &c->r->a, row->doc, &ro, NULL, NULL);
     if (row->doc) {
       if (json_write(o, row->doc)) c->err = 1;
     } else {
@@ -1189,7 +1222,7 @@ static int ad_run(adctx *c, const adq *q) {
   int rc;
   c->q = q;
   c->nrows = 0;
-  int doc_flags = q->conflicts ? STORE_CONFLICTS : 0;
+  int doc_flags = (q->conflicts ? STORE_CONFLICTS : 0) | (q->att_encoding_info ? STORE_ATT_INFO : 0);
   int local = c->which == STORE_LOCAL;
   int keys_mode = q->keys != NULL && q->keys->type == JSON_ARRAY;
   int64_t total = 0, offset = 0;
@@ -1274,6 +1307,7 @@ static int ad_run(adctx *c, const adq *q) {
     }
   }
   buf_puts(o, "\r\n]}");
+  if (c->att_rc) return c->att_rc;
   return c->err || buf_error(o) ? DV_ENOMEM : 0;
 }
 

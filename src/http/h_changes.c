@@ -21,8 +21,8 @@
  * is `lfeed`; the two feeds plug in their reads through `lf_kind`.
  *
  * Not here: JavaScript filters (`filter=ddoc/name` and `_view` answer 501
- * until the query server exists), attachments in included documents, the
- * normal feed's ETag.
+ * until the query server exists), the normal feed's ETag. Included documents
+ * carry their attachments' content with attachments=true (hatt.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +268,7 @@ typedef struct chfeed {
   int style_all;        /* style=all_docs */
   int include_docs;     /* include_docs=true */
   int doc_flags;        /* STORE_CONFLICTS when conflicts=true */
+  int atts;             /* attachments=true: included docs carry content */
   int descending;       /* descending=true (normal feed only) */
   int filter;           /* F_* */
   mango_sel *sel;       /* F_SELECTOR: the parsed selector */
@@ -413,6 +414,11 @@ static int ch_row(void *arg, const store_change *ch) {
   if (c->include_docs) {
     json_w_keyz(&w, "doc");
     const json_val *doc = ch->doc;
+    hatt_ro ro = {.data = c->atts};
+    if (doc && ro.data) {
+      int arc = hatt_doc(c->db, &c->scratch, ch->doc, &ro, NULL, NULL);
+      if (arc) return arc;
+    }
     if (doc && c->fields) doc = project(&c->scratch, doc, c->fields);
     if (doc) json_w_val(&w, doc);
     else json_w_null(&w);
@@ -726,7 +732,8 @@ void hapi_changes(hreq *r) {
   buf_init(&c->tmp);
   c->style_all = style && !strcmp(style, "all_docs");
   c->include_docs = q_true(r, "include_docs");
-  c->doc_flags = q_true(r, "conflicts") ? STORE_CONFLICTS : 0;
+  c->doc_flags = (q_true(r, "conflicts") ? STORE_CONFLICTS : 0) | (q_true(r, "att_encoding_info") ? STORE_ATT_INFO : 0);
+  c->atts = q_true(r, "attachments");
   c->seq_interval = seq_interval;
   c->seq_left = limit >= 0 ? limit : CH_DEFAULT_LIMIT;
   if (ch_filter(r, c, body)) goto fail;

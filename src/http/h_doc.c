@@ -14,9 +14,14 @@
  * their revs are "0-N", they never show in _changes and take no
  * attachments.
  *
- * Not here: attachments (a later issue: an attachment path answers 404 for
- * reads and 501 for writes), multipart bodies (open_revs answers JSON even
- * to a client that accepts multipart/mixed), _bulk_docs (h_bulk.c).
+ * Attachments at the document level go through hatt.c: inline `data`,
+ * stubs and "follows" in written documents, multipart/related PUT bodies
+ * (the CouchDB replicator's form), attachments=true / atts_since /
+ * att_encoding_info on reads, a multipart/related answer for a client that
+ * asks for one, and open_revs as multipart/mixed.
+ *
+ * Not here: the standalone attachment endpoints /{db}/{docid}/{att…} and
+ * the multipart/form-data POST (h_att.c), _bulk_docs (h_bulk.c).
  */
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -273,7 +278,7 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
       if (m->val->type != JSON_BOOL) return bad_member(r, m);
     } else if (key_is(m, "_attachments")) {
       if (m->val->type != JSON_OBJECT) return bad_member(r, m);
-      /* the store refuses them until attachments land (501) */
+      /* store_edit_from_json reads them; hatt.c readies their content */
     } else if (key_is(m, "_revs_info") || key_is(m, "_local_seq") || key_is(m, "_conflicts") ||
                key_is(m, "_deleted_conflicts") || key_is(m, "_replication_state") ||
                key_is(m, "_replication_state_time") || key_is(m, "_replication_state_reason") ||
@@ -307,15 +312,18 @@ static int doc_body(hreq *r, json_val **out) {
 }
 
 /* An error of a write: the store's code, except that a document over
- * max_document_size names the document, as CouchDB's 413 does. */
-static void write_err(hreq *r, int rc, const char *id, size_t n) {
+ * max_document_size names the document, as CouchDB's 413 does, and an
+ * attachment error carries CouchDB's reason when there is one (why). */
+static void write_err_why(hreq *r, int rc, const char *id, size_t n, const char *why) {
   if (rc == DV_EDOC_TOO_LARGE) {
     const char *s = arena_strndup(&r->a, id, n);
     hres_errs(r, 413, "document_too_large", s ? s : "");
     return;
   }
-  hres_err(r, rc);
+  hatt_err(r, rc, why);
 }
+
+static void write_err(hreq *r, int rc, const char *id, size_t n) { write_err_why(r, rc, id, n, NULL); }
 
 /* An error of a read: a document that is not there (or whose id the store
  * would never hold) is "missing", a deleted winner "deleted". */
@@ -429,8 +437,10 @@ static int etag_match(hreq *r, const char *etag) {
 
 /* Answer a document read: 200 with the ETag, or 304 when the client holds
  * it. As CouchDB, no ETag goes with a document that carries meta fields
- * (_revs_info, _conflicts, _deleted_conflicts, _local_seq). */
-static void send_doc(hreq *r, const json_val *doc) {
+ * (_revs_info, _conflicts, _deleted_conflicts, _local_seq). With
+ * attachments to follow (n > 0), the body is multipart/related
+ * (chttpd_db:send_doc_efficiently). */
+static void send_doc_atts(hreq *r, const json_val *doc, const store_att *send, size_t n) {
   const json_val *rv = json_obj_getz(doc, "_rev");
   int meta = json_obj_getz(doc, "_revs_info") || json_obj_getz(doc, "_conflicts") ||
              json_obj_getz(doc, "_deleted_conflicts") || json_obj_getz(doc, "_local_seq");
@@ -447,8 +457,32 @@ static void send_doc(hreq *r, const json_val *doc) {
       return;
     }
   }
-  hres_json(r, 200, doc);
+  if (!n) {
+    hres_json(r, 200, doc);
+    return;
+  }
+  hatt_out *o;
+  char b[33];
+  hatt_boundary(b);
+  int rc = hatt_out_new(r, &o);
+  if (!rc && (rc = hatt_out_doc(o, b, doc, send, n))) hatt_out_free(o);
+  const char *ct = NULL;
+  dv_buf t;
+  buf_init(&t);
+  if (!rc) {
+    buf_printf(&t, "multipart/related; boundary=\"%s\"", b);
+    ct = buf_error(&t) ? NULL : arena_strndup(&r->a, (const char *)t.p, t.len);
+    if (!ct) {
+      hatt_out_free(o);
+      rc = DV_ENOMEM;
+    }
+  }
+  buf_free(&t);
+  if (rc) read_err(r, rc);
+  else hatt_out_send(r, o, 200, ct);
 }
+
+static void send_doc(hreq *r, const json_val *doc) { send_doc_atts(r, doc, NULL, 0); }
 
 /* ---- query parameters ---------------------------------------------------- */
 
@@ -464,6 +498,8 @@ typedef struct docq {
   size_t rev_len;     /* its length */
   int open_revs;      /* 0: none, 1: all, 2: the list in revs */
   json_val *revs;     /* open_revs=[…]: an array of rev strings */
+  int atts;           /* attachments=true */
+  json_val *atts_since; /* atts_since=[…] (implies attachments), or NULL */
 } docq;
 
 /* A JSON list of revs (open_revs, atts_since): broken JSON is "invalid
@@ -501,8 +537,9 @@ static int parse_docq(hreq *r, docq *q) {
     if (hq_bool(r, fl[i].name, &on)) return -1;
     if (on) q->flags |= fl[i].flag;
   }
-  int ignored = 0; /* attachment parameters: accepted, no effect until attachments land */
-  if (hq_bool(r, "attachments", &ignored) || hq_bool(r, "att_encoding_info", &ignored)) return -1;
+  int info = 0;
+  if (hq_bool(r, "attachments", &q->atts) || hq_bool(r, "att_encoding_info", &info)) return -1;
+  if (info) q->flags |= STORE_ATT_INFO;
   if (hq_bool(r, "latest", &q->latest) || hq_bool(r, "deleted", &q->deleted) ||
       hq_bool(r, "new_edits", &q->new_edits))
     return -1;
@@ -517,9 +554,8 @@ static int parse_docq(hreq *r, docq *q) {
     if (rev_list(r, v, n, &q->revs)) return -1;
     q->open_revs = q->revs->len ? 2 : 0; /* open_revs=[] is a plain read in CouchDB */
   }
-  json_val *since;
   v = hq_get(r, "atts_since", &n);
-  if (v && rev_list(r, v, n, &since)) return -1;
+  if (v && rev_list(r, v, n, &q->atts_since)) return -1;
   return 0;
 }
 
@@ -531,8 +567,60 @@ static int batch_ok(hreq *r) {
 
 /* ---- reads ----------------------------------------------------------------- */
 
-/* GET with open_revs: CouchDB's JSON array of {"ok":doc} / {"missing":rev}.
- * A rev the store's parser refuses cannot exist, so it is missing. */
+/* open_revs as multipart/mixed (chttpd_db:send_docs_multipart): one part
+ * per result, a document with attachments to send as a nested
+ * multipart/related, the others application/json. Attachments always
+ * follow (atts_since, which CouchDB 3 ignores here, spares the ones the
+ * client has). */
+static void open_revs_multipart(hreq *r, const docq *q, json_val *res) {
+  hatt_out *o;
+  char outer[33], inner[33];
+  hatt_boundary(outer);
+  hatt_boundary(inner);
+  int rc = hatt_out_new(r, &o);
+  if (rc) {
+    read_err(r, rc);
+    return;
+  }
+  dv_buf b;
+  buf_init(&b);
+  buf_printf(&b, "--%s", outer);
+  hatt_ro ro = {.data = 1, .follows = 1, .since = q->atts_since};
+  for (size_t i = 0; !rc && i < res->len; i++) {
+    json_val *doc = json_obj_getz(res->u.items[i], "ok");
+    store_att *send = NULL;
+    size_t ns = 0;
+    if (doc) rc = hatt_doc(r->db, &r->a, doc, &ro, &send, &ns);
+    if (rc) break;
+    if (!doc) buf_puts(&b, "\r\nContent-Type: application/json; error=\"true\"\r\n\r\n");
+    else if (ns) buf_printf(&b, "\r\nContent-Type: multipart/related; boundary=\"%s\"\r\n\r\n", inner);
+    else buf_puts(&b, "\r\nContent-Type: application/json\r\n\r\n");
+    if (!doc && json_write(&b, res->u.items[i])) rc = DV_ENOMEM;
+    if (!rc && buf_error(&b)) rc = DV_ENOMEM;
+    if (!rc) rc = hatt_out_lit(o, b.p, b.len);
+    buf_reset(&b);
+    if (!rc && doc) rc = hatt_out_doc(o, inner, doc, send, ns);
+    buf_printf(&b, "\r\n--%s", outer);
+  }
+  buf_puts(&b, "--");
+  if (!rc && buf_error(&b)) rc = DV_ENOMEM;
+  if (!rc) rc = hatt_out_lit(o, b.p, b.len);
+  buf_reset(&b);
+  buf_printf(&b, "multipart/mixed; boundary=\"%s\"", outer);
+  const char *ct = !rc && !buf_error(&b) ? arena_strndup(&r->a, (const char *)b.p, b.len) : NULL;
+  buf_free(&b);
+  if (!rc && !ct) rc = DV_ENOMEM;
+  if (rc) {
+    hatt_out_free(o);
+    read_err(r, rc);
+    return;
+  }
+  hatt_out_send(r, o, 200, ct);
+}
+
+/* GET with open_revs: CouchDB's JSON array of {"ok":doc} / {"missing":rev}
+ * (multipart/mixed for a client that asks for it). A rev the store's
+ * parser refuses cannot exist, so it is missing. */
 static void doc_open_revs(hreq *r, const docq *q) {
   store_rev *revs = NULL;
   size_t n = 0;
@@ -559,12 +647,24 @@ static void doc_open_revs(hreq *r, const docq *q) {
       }
     }
   }
-  int flags = (q->flags & STORE_REVS) | (q->latest ? STORE_LATEST : 0);
+  int mp = r->method == HM_GET && hatt_accepts(r, "multipart/mixed");
+  int flags = (q->flags & (STORE_REVS | STORE_ATT_INFO)) | (q->latest ? STORE_LATEST : 0) | (mp ? STORE_ATT_INFO : 0);
   json_val *out = NULL;
   if (q->open_revs == 1 || n) rc = store_doc_open_revs(r->db, r->docid, r->docid_len, revs, n, flags, &r->a, &out);
   else out = json_new_array(&r->a);
   if (!rc && !out) rc = DV_ENOMEM;
   for (size_t i = 0; !rc && bad && i < bad->len; i++) rc = json_arr_push(&r->a, out, bad->u.items[i]);
+  if (rc) {
+    read_err(r, rc);
+    return;
+  }
+  if (mp) {
+    open_revs_multipart(r, q, out);
+    return;
+  }
+  hatt_ro ro = {.data = q->atts || q->atts_since, .since = q->atts_since};
+  for (size_t i = 0; !rc && ro.data && i < out->len; i++)
+    rc = hatt_doc(r->db, &r->a, json_obj_getz(out->u.items[i], "ok"), &ro, NULL, NULL);
   if (rc) {
     read_err(r, rc);
     return;
@@ -585,13 +685,21 @@ static void doc_get(hreq *r, const docq *q) {
     }
     rp = &rv;
   }
+  /* attachments=true (or atts_since): content inline, or following the
+   * document in a multipart/related answer when the client asks for one
+   * (which always shows encoding info, as CouchDB's) */
+  int with_atts = q->atts || q->atts_since;
+  int mp = with_atts && r->method == HM_GET && hatt_accepts(r, "multipart/related");
+  int flags = q->flags | (mp ? STORE_ATT_INFO : 0);
   json_val *doc = NULL;
-  int rc = store_doc_get(r->db, r->docid, r->docid_len, rp, q->flags, &r->a, &doc);
+  int tries = 0;
+again:;
+  int rc = store_doc_get(r->db, r->docid, r->docid_len, rp, flags, &r->a, &doc);
   if (rc == DV_EDELETED && q->deleted) {
     store_leaf *lv;
     size_t nl;
     rc = store_doc_leaves(r->db, r->docid, r->docid_len, &r->a, &lv, &nl);
-    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, &lv[0].rev, q->flags, &r->a, &doc);
+    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, &lv[0].rev, flags, &r->a, &doc);
   }
   if (rc) {
     read_err(r, rc);
@@ -610,7 +718,18 @@ static void doc_get(hreq *r, const docq *q) {
     }
     doc = out;
   }
-  send_doc(r, doc);
+  store_att *send = NULL;
+  size_t ns = 0;
+  if (with_atts) {
+    hatt_ro ro = {.data = 1, .follows = mp, .since = q->atts_since};
+    rc = hatt_doc(r->db, &r->a, doc, &ro, &send, &ns);
+    if (rc == DV_EATT_GONE && !rp && ++tries < 3) goto again; /* the winner moved on meanwhile */
+    if (rc) {
+      read_err(r, rc);
+      return;
+    }
+  }
+  send_doc_atts(r, doc, send, ns);
 }
 
 /* A _local doc read. Local docs have no revision tree, so open_revs finds
@@ -731,16 +850,23 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
   send_written(r, e.deleted ? ans->deleted : ans->created, id, n, rs, ans->etag, ans->loc);
 }
 
-/* One edit through the store, answered as ans says. */
-static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const wans *ans) {
-  int rc = store_update(r->db, e, 1, new_edits);
+/* One edit through the store, answered as ans says. w (may be NULL: no
+ * attachments to ready) is the request's attachment state. */
+static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const wans *ans, hatt_w *w) {
+  const char *why = NULL;
+  int rc = w ? hatt_prepare(w, e, &why) : 0;
+  if (rc) {
+    write_err_why(r, rc, e->id, e->id_len, why);
+    return;
+  }
+  rc = store_update(r->db, e, 1, new_edits);
   if (batch) { /* CouchDB answers before it writes; errors only reach its log */
     send_written(r, 202, e->id, e->id_len, NULL, 0, 0);
     return;
   }
   if (!rc) rc = e->rc;
   if (rc) {
-    write_err(r, rc, e->id, e->id_len);
+    write_err_why(r, rc, e->id, e->id_len, hatt_reason(r, rc, NULL, e));
     return;
   }
   const char *rev = rev_text(r, &e->rev);
@@ -751,41 +877,90 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
   send_written(r, e->deleted ? ans->deleted : ans->created, e->id, e->id_len, rev, ans->etag, ans->loc);
 }
 
-/* PUT /{db}/{docid} */
-static void doc_put(hreq *r, const docq *q, int local) {
-  if (docid_ok(r, r->docid, r->docid_len)) return;
-  json_val *doc;
+/* A PUT in progress: the document comes from the JSON body or from the
+ * first part of a multipart/related body (put_mp_json). */
+typedef struct putctx {
+  hreq *r;
+  const docq *q;
+  int local;      /* a _local document */
+  int batch;      /* batch=ok */
+  store_edit e;   /* the edit, once the document is read */
+} putctx;
+
+/* The document of a PUT up to its edit. -1 when the request has been
+ * answered (an error, or a _local document written), else 0 with *out. */
+static int put_doc(putctx *c, json_val *doc, store_edit **out) {
+  hreq *r = c->r;
+  const docq *q = c->q;
   trev brev, rev;
   int have_b, have;
-  if (doc_body(r, &doc) || doc_fields(r, doc, &brev, &have_b)) return;
-  if (pick_rev(r, have_b ? &brev : NULL, q->rev, q->rev_len, &rev, &have)) return;
+  if (doc_fields(r, doc, &brev, &have_b)) return -1;
+  if (pick_rev(r, have_b ? &brev : NULL, q->rev, q->rev_len, &rev, &have)) return -1;
   prefer_revisions(doc);
-  int batch = batch_ok(r);
-  if (local) {
-    local_write(r, doc, r->docid, r->docid_len, &rev, have, batch, &ANS_PUT);
-    return;
+  if (c->local) {
+    local_write(r, doc, r->docid, r->docid_len, &rev, have, c->batch, &ANS_PUT);
+    return -1;
   }
   if (!q->new_edits && !have) {
     hres_errs(r, 400, "bad_request", "When `new_edits: false`, the document needs `_rev` or `_revisions` specified");
-    return;
+    return -1;
   }
   if (have && !have_b) { /* the rev came from ?rev= or If-Match */
     json_val *s = json_new_string(&r->a, rev.s, rev.n);
     if (json_obj_setz(&r->a, doc, "_rev", s)) {
       hres_err(r, DV_ENOMEM);
-      return;
+      return -1;
     }
   }
-  if (write_allowed(r, r->docid, r->docid_len, &doc)) return;
-  store_edit e;
-  int rc = store_edit_from_json(&r->a, doc, q->new_edits, &e);
+  if (write_allowed(r, r->docid, r->docid_len, &doc)) return -1;
+  int rc = store_edit_from_json(&r->a, doc, q->new_edits, &c->e);
   if (rc) {
-    write_err(r, rc, r->docid, r->docid_len);
+    write_err_why(r, rc, r->docid, r->docid_len, hatt_reason(r, rc, doc, NULL));
+    return -1;
+  }
+  c->e.id = r->docid; /* the URL names the document, whatever _id says */
+  c->e.id_len = r->docid_len;
+  *out = &c->e;
+  return 0;
+}
+
+/* hatt_mp_read's hand-over of the JSON part. */
+static int put_mp_json(void *arg, const char *json, size_t n, store_edit **out) {
+  putctx *c = arg;
+  json_val *doc;
+  if (hreq_parse_json(c->r, json, n, &doc)) return -1;
+  if (doc->type != JSON_OBJECT) {
+    hres_errs(c->r, 400, "bad_request", "Document must be a JSON object");
+    return -1;
+  }
+  return put_doc(c, doc, out);
+}
+
+/* A multipart/related Content-Type (chttpd_db matches "multipart/related;"). */
+static int is_mp_related(const char *ct) {
+  size_t n = strlen("multipart/related");
+  return ct && !strncasecmp(ct, "multipart/related", n) && (ct[n] == ';' || ct[n] == ' ' || !ct[n]);
+}
+
+/* PUT /{db}/{docid}: a JSON document, or a multipart/related body (the
+ * document, then the content of its "follows" attachments). */
+static void doc_put(hreq *r, const docq *q, int local) {
+  if (docid_ok(r, r->docid, r->docid_len)) return;
+  putctx c = {.r = r, .q = q, .local = local, .batch = batch_ok(r)};
+  hatt_w *w = hatt_w_new(r);
+  if (!w) {
+    hres_err(r, DV_ENOMEM);
     return;
   }
-  e.id = r->docid; /* the URL names the document, whatever _id says */
-  e.id_len = r->docid_len;
-  edit_write(r, &e, q->new_edits, batch, &ANS_PUT);
+  store_edit *e;
+  const char *ct = hreq_hdr(r, "Content-Type");
+  json_val *doc;
+  if (is_mp_related(ct) ? hatt_mp_read(w, ct, put_mp_json, &c, &e) : doc_body(r, &doc) || put_doc(&c, doc, &e)) {
+    hatt_w_done(w);
+    return;
+  }
+  edit_write(r, e, q->new_edits, c.batch, &ANS_PUT, w);
+  hatt_w_done(w);
 }
 
 /* DELETE /{db}/{docid}: the doc must exist (404 missing/deleted), then the
@@ -832,7 +1007,7 @@ static void doc_delete(hreq *r, int local) {
     hres_err(r, DV_ECONFLICT); /* a rev the store cannot hold is no leaf of this doc */
     return;
   }
-  edit_write(r, &e, 1, 0, &ANS_DELETE);
+  edit_write(r, &e, 1, 0, &ANS_DELETE, NULL);
 }
 
 /* COPY /{db}/{docid} with Destination: "newid" or "newid?rev=X". */
@@ -906,7 +1081,7 @@ static void doc_copy(hreq *r, int local) {
   store_edit e;
   rc = store_edit_from_json(&r->a, doc, 1, &e);
   if (rc) {
-    write_err(r, rc, tid, tn);
+    write_err_why(r, rc, tid, tn, hatt_reason(r, rc, doc, NULL));
     return;
   }
   e.id = tid;
@@ -915,52 +1090,26 @@ static void doc_copy(hreq *r, int local) {
     hres_err(r, DV_ECONFLICT);
     return;
   }
-  edit_write(r, &e, 1, 0, &ANS_COPY);
+  /* the copy's attachments: the source revision's content, not stubs */
+  const json_val *srv = json_obj_getz(src, "_rev");
+  store_rev from;
+  hatt_w *w = hatt_w_new(r);
+  if (!w) rc = DV_ENOMEM;
+  else if (srv && srv->type == JSON_STRING && !store_rev_parse(srv->u.s, srv->len, &r->a, &from))
+    rc = hatt_copy(w, r->docid, r->docid_len, &from, &e);
+  if (rc) write_err(r, rc, tid, tn);
+  else edit_write(r, &e, 1, 0, &ANS_COPY, w);
+  hatt_w_done(w);
 }
 
-/* POST /{db}/{docid} is CouchDB's multipart/form-data attachment upload. */
-static void doc_form_post(hreq *r) {
-  if (docid_ok(r, r->docid, r->docid_len)) return;
-  const char *ct = hreq_hdr(r, "Content-Type");
-  size_t n = strlen("multipart/form-data");
-  if (!ct || strncmp(ct, "multipart/form-data", n) || (ct[n] && ct[n] != ';')) {
-    hres_errs(r, 415, "bad_content_type", "Content-Type must be multipart/form-data");
-    return;
-  }
-  hres_errs(r, 501, "not_implemented", "Attachments are not supported by this divan release.");
-}
+/* POST /{db}/{docid} is CouchDB's multipart/form-data attachment upload
+ * (h_att.c). */
+static void doc_form_post(hreq *r) { hapi_doc_form(r); }
 
-/* /{db}/{docid}/{attachment…}: until attachments land, reads find the
- * document and then no attachment, writes are not implemented. */
+/* /{db}/{docid}/{attachment…} (h_att.c; it refuses _local documents). */
 static void att_req(hreq *r, int local) {
-  if (local) {
-    hres_errs(r, 400, "bad_request", "_local documents do not accept attachments.");
-    return;
-  }
-  switch (r->method) {
-  case HM_GET:
-  case HM_HEAD: {
-    docq q;
-    if (parse_docq(r, &q)) return;
-    store_rev rv, *rp = NULL;
-    int rc = 0;
-    if (q.rev) {
-      rc = store_rev_parse(q.rev, q.rev_len, &r->a, &rv) ? DV_ENOT_FOUND : 0;
-      rp = &rv;
-    }
-    json_val *doc;
-    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, rp, 0, &r->a, &doc);
-    if (rc) read_err(r, rc);
-    else hres_errs(r, 404, "not_found", "Document is missing attachment");
-    return;
-  }
-  case HM_PUT:
-  case HM_DELETE:
-    hres_errs(r, 501, "not_implemented", "Attachments are not supported by this divan release.");
-    return;
-  default:
-    hres_method(r, ATT_ALLOW);
-  }
+  (void)local;
+  hapi_att(r);
 }
 
 /* ---- entry points ---------------------------------------------------------- */
@@ -1040,10 +1189,16 @@ void hapi_doc_post(hreq *r) {
   store_edit e;
   int rc = store_edit_from_json(&r->a, doc, 1, &e);
   if (rc) {
-    write_err(r, rc, id, n);
+    write_err_why(r, rc, id, n, hatt_reason(r, rc, doc, NULL));
     return;
   }
   e.id = id;
   e.id_len = n;
-  edit_write(r, &e, 1, batch, &ANS_POST);
+  hatt_w *w = hatt_w_new(r);
+  if (!w) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  edit_write(r, &e, 1, batch, &ANS_POST, w);
+  hatt_w_done(w);
 }

@@ -252,4 +252,150 @@ void hapi_purged_infos_limit(hreq *r); /* /{db}/_purged_infos_limit */
 void hapi_changes(hreq *r);       /* /{db}/_changes */
 void hapi_db_updates(hreq *r);    /* /_db_updates */
 
+/* ==== attachments at the document level (hatt.c) ===========================
+ * Shared by h_doc.c, h_bulk.c and h_changes.c: preparing the attachments
+ * of a write (CouchDB's [attachments] compression, max_attachment_size,
+ * the reasons of its attachment errors), reading a multipart/related
+ * document body, inlining attachment content into documents read as JSON,
+ * and streaming multipart/related and multipart/mixed answers. Not here:
+ * the standalone attachment endpoints /{db}/{doc}/{att} (att_req, h_doc.c). */
+
+/* [attachments] compression_level (0: off) and compressible_types,
+ * [couchdb] max_attachment_size ("infinity" or bytes), as CouchDB reads
+ * them; types in r->a. */
+typedef struct hatt_cfg {
+  int level;            /* zlib level, 0 = store everything as sent */
+  int64_t max_size;     /* largest attachment accepted, bytes */
+  const char *types;    /* comma-separated patterns, '*' a wildcard */
+} hatt_cfg;
+void hatt_cfg_get(hreq *r, hatt_cfg *out);
+/* couch_util:compressible_att_type for a content type (parameters
+ * ignored), and compression on. */
+int hatt_compressible(const hatt_cfg *c, const char *type, size_t n);
+
+typedef struct hatt_w hatt_w; /* the attachment side of one write request */
+
+/* The state of one write request (in r->a): its config, read once, and the
+ * uploads and buffers its edits use. hatt_w_done after the last
+ * store_update (it frees uploads no committed edit linked). NULL on OOM. */
+hatt_w *hatt_w_new(hreq *r);
+void hatt_w_done(hatt_w *w); /* NULL is a no-op */
+
+/* Ready e's attachments for store_update: inline data (identity, as
+ * store_edit_from_json decoded it) is checked against [couchdb]
+ * max_attachment_size (DV_EATT_TOO_LARGE), gzip-encoded when its type is
+ * one of [attachments] compressible_types, and, past the store's in-memory
+ * budget per edit, uploaded. A "follows" attachment must have its content
+ * already (hatt_mp_read), else DV_EBAD_ATT. e->id must be set. 0, or the
+ * code with *why set to CouchDB's reason (in r->a; NULL: the code's). */
+int hatt_prepare(hatt_w *w, store_edit *e, const char **why) DV_MUST_CHECK;
+
+/* CouchDB's reason for an attachment error of a write (in r->a), or NULL
+ * for other codes: DV_EBAD_ATT from store_edit_from_json (doc is the
+ * object it was given), DV_EMISSING_STUB from store_update ("Invalid
+ * attachment stub in ID for NAME"; e is the failed edit). */
+const char *hatt_reason(hreq *r, int rc, const json_val *doc, const store_edit *e);
+
+/* The HTTP status and error member for an attachment code, as hres_err
+ * would answer it. */
+void hatt_err(hreq *r, int rc, const char *why);
+
+/* A multipart/related document body (r->body, Content-Type ctype): the
+ * first part is the JSON document, handed to fn when complete (fn parses
+ * and checks it, fills a store_edit and returns 0, or writes its error and
+ * returns nonzero); each further part is the content of the next
+ * "follows" attachment of that edit, in order, checked against its
+ * length / encoded_length and digest, gzip-encoded as hatt_prepare would,
+ * and stored in memory or uploaded. 0 with *out = fn's edit; -1 with the
+ * error written (400 for a malformed body, missing or extra parts,
+ * lengths or digests that do not match; 413 attachment_too_large).
+ * The parser is push-based: a streamed body would feed the same state. */
+typedef int (*hatt_doc_fn)(void *arg, const char *json, size_t n, store_edit **out);
+int hatt_mp_read(hatt_w *w, const char *ctype, hatt_doc_fn fn, void *arg, store_edit **out);
+
+/* COPY: every stub of e gets the content of the source revision's
+ * attachment of that name (stored bytes as they are). */
+int hatt_copy(hatt_w *w, const char *src_id, size_t src_n, const store_rev *src_rev, store_edit *e) DV_MUST_CHECK;
+
+/* How a document read shows its attachments. */
+typedef struct hatt_ro {
+  int data;               /* attachments=true (atts_since implies it) */
+  int follows;            /* multipart: "follows":true, not "data" */
+  const json_val *since;  /* atts_since: an array of rev strings, or NULL */
+} hatt_ro;
+
+/* Rewrite doc's "_attachments" stubs (a document as store_doc_get gives
+ * it, in arena a) as o asks: every attachment whose revpos is past the
+ * newest atts_since rev in the document's history gets its content as
+ * base64 "data" of the identity bytes, or "follows":true with encoding
+ * info; the others stay stubs. *out_send / *out_n (may be NULL) get the
+ * attachments to follow, in order. 0, DV_EATT_GONE when doc's revision was
+ * replaced since it was read (read it again), or store errors. */
+int hatt_doc(store_db *db, dv_arena *a, json_val *doc, const hatt_ro *o, store_att **out_send,
+             size_t *out_n) DV_MUST_CHECK;
+
+/* 1 when the request's Accept names `type`, or "multipart" with any
+ * subtype, with q > 0. An absent Accept or a bare wildcard is 0: JSON
+ * stays the default answer (CouchDB's mochiweb would send multipart). */
+int hatt_accepts(hreq *r, const char *type);
+
+/* A streamed multipart answer: literal bytes and attachment content read
+ * piecewise (store_att_pread) while it is sent. Owns its own database
+ * handle and memory, so it outlives the request. */
+typedef struct hatt_out hatt_out;
+int hatt_out_new(hreq *r, hatt_out **out) DV_MUST_CHECK;
+void hatt_out_free(hatt_out *o); /* NULL is a no-op; not after hatt_out_send */
+/* A fresh boundary, 32 hex characters. */
+void hatt_boundary(char out[33]);
+int hatt_out_lit(hatt_out *o, const void *p, size_t n) DV_MUST_CHECK;
+/* The body of a multipart/related document (boundary b): the JSON part,
+ * then one part per attachment in send; just the JSON when n is 0. */
+int hatt_out_doc(hatt_out *o, const char *b, const json_val *doc, const store_att *send, size_t n) DV_MUST_CHECK;
+/* Answer with it (o is the feed's from here on). */
+void hatt_out_send(hreq *r, hatt_out *o, int status, const char *ctype);
+
+/* ---- streamed request bodies and sized streamed responses (attachments) --- */
+
+/* A body sink takes a request body piece by piece instead of r->body (no
+ * max_body: the sink enforces its own limit). server.c asks
+ * hatt_upload_match on its first call, when the headers are in and no body
+ * byte has been read; for a match it authenticates and calls
+ * hatt_upload_begin, which sets the sink (hreq_sink) or writes an error
+ * (sent at once, the body unread). */
+typedef struct hsink_ops {
+  /* n > 0 bytes of the body, in order. Nonzero: the error is written on r;
+   * the rest of the body is dropped and that error sent. */
+  int (*write)(void *arg, hreq *r, const uint8_t *p, size_t n);
+  /* The body ended: set the response. */
+  void (*finish)(void *arg, hreq *r);
+  /* The request is over (answered, failed, or the client left): free what
+   * arg holds. Runs once, whatever happened. */
+  void (*done)(void *arg);
+} hsink_ops;
+
+/* Send the body of r to ops (from hatt_upload_begin only). */
+void hreq_sink(hreq *r, const hsink_ops *ops, void *arg);
+
+typedef struct hstream_ops {
+  /* The next 1..max bytes of the body into out; returns how many, or -1 to
+   * end the connection (the client sees a body shorter than its length).
+   * Never asked for more than the length given to hres_stream. */
+  int64_t (*read)(void *arg, uint8_t *out, size_t max);
+  /* The response is over (sent, failed, or never started): free arg. */
+  void (*done)(void *arg);
+} hstream_ops;
+
+/* Make the response a body of exactly len bytes pulled from ops (sent with
+ * Content-Length; a HEAD request never calls read). The status and
+ * headers set on r go first. arg is owned by the stream from here on (done
+ * frees it, even if the response never starts). */
+void hres_stream(hreq *r, int status, const char *ctype, uint64_t len, const hstream_ops *ops, void *arg);
+
+/* h_att.c */
+int hatt_upload_match(hreq *r);   /* server.c's 1st call: PUT /{db}/{docid}/{att…}, not _local
+                                     (sets db_name, docid, sub as route.c would) */
+void hatt_upload_begin(hreq *r);  /* after auth: the checks that need no body, then hreq_sink */
+void hapi_att(hreq *r);           /* /{db}/{docid}/{att…}: GET HEAD PUT DELETE (called by hapi_doc) */
+void hapi_doc_form(hreq *r);      /* POST /{db}/{docid} multipart/form-data (called by hapi_doc) */
+
 #endif

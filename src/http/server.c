@@ -4,15 +4,30 @@
  *
  * One request (MHD calls `on_request` several times):
  *
- *   1st call   headers are in: make the hreq (its arena), refuse early what
- *              is refused by headers alone (Content-Length over max_body →
- *              413, an Expect other than 100-continue → 417).
- *   Nth call   a piece of the body: append to r->body while ≤ max_body
- *              (past it: drop the rest, answer 413 at the end).
- *   last call  (no more body) decode the path and query, route, queue the
- *              response the handler built.
- *   completed  `on_completed` frees the hreq; a feed's response is freed by
- *              MHD when the connection lets go of it (`feed_free`).
+ *   1st call   headers are in: make the hreq (its arena), decode the path
+ *              and query, refuse early what is refused by headers alone
+ *              (Content-Length over max_body → 413, an Expect other than
+ *              100-continue → 417). An attachment upload (PUT
+ *              /{db}/{doc}/{att…}, hatt_upload_match) is authenticated and
+ *              checked here, before any body byte is read, and its body
+ *              goes to the sink h_att.c sets (hreq_sink) instead of r->body:
+ *              no max_body for it, the sink counts against
+ *              max_attachment_size itself.
+ *   Nth call   a piece of the body: to the sink, or appended to r->body
+ *              while ≤ max_body (past it: drop the rest, answer 413 at the
+ *              end). A sink that refuses a piece has set the error: the
+ *              rest is dropped and that error sent at the end.
+ *   last call  (no more body) the sink's finish builds the response; else
+ *              authenticate, route, and queue the response the handler
+ *              built.
+ *   completed  `on_completed` frees the hreq (and the sink); a feed's or a
+ *              stream's response is freed by MHD when the connection lets
+ *              go of it (`feed_free`, `stream_free`).
+ *
+ * Streams (hres_stream): a body of known length pulled by MHD through
+ * `stream_read`, which asks the producer for each piece (attachments read
+ * back from the store). A producer that fails ends the connection: the
+ * client sees a body shorter than its Content-Length.
  *
  * Feeds (hfeed): the response is read through `feed_read`, which asks the
  * feed's step for more output. When a step answers HF_WAIT the connection
@@ -433,13 +448,81 @@ static void *reaper_main(void *arg) {
   return NULL;
 }
 
-/* ---- requests --------------------------------------------------------------- */
+/* ---- the request context: body sinks and sized streams (attachments) -------- */
+
+typedef struct hstream hstream;
 
 struct hctx {
-  hreq r;           /* the request */
+  hreq r;           /* the request (first: an hreq * is its hctx *) */
   int too_large;    /* the body passed max_body */
   int answered;     /* a response was queued */
+  const hsink_ops *sink; /* the body goes here, not to r.body (hreq_sink) */
+  void *sink_arg;   /* its state (freed by sink->done) */
+  int sink_err;     /* the sink refused a piece: its error is in r */
+  hstream *stream;  /* a sized streamed body (hres_stream), not yet queued */
 };
+
+void hreq_sink(hreq *r, const hsink_ops *ops, void *arg) {
+  struct hctx *x = (struct hctx *)r;
+  x->sink = ops;
+  x->sink_arg = arg;
+}
+
+#define STREAM_BLOCK (256u << 10) /* largest piece MHD asks a stream for */
+
+struct hstream {
+  const hstream_ops *ops;  /* the producer */
+  void *arg;               /* its state (freed by ops->done) */
+  uint64_t len;            /* bytes the body has (Content-Length) */
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
+  hstream *st = cls;
+  (void)pos; /* MHD asks in order; the producer keeps its own place */
+  int64_t n = st->ops->read(st->arg, (uint8_t *)out, max);
+  return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_free(void *cls) {
+  hstream *st = cls;
+  st->ops->done(st->arg);
+  dv_free(st);
+}
+
+void hres_stream(hreq *r, int status, const char *ctype, uint64_t len, const hstream_ops *ops, void *arg) {
+  struct hctx *x = (struct hctx *)r;
+  hstream *st = dv_calloc(1, sizeof *st);
+  if (!st) {
+    ops->done(arg);
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  st->ops = ops;
+  st->arg = arg;
+  st->len = len;
+  if (x->stream) stream_free(x->stream);
+  x->stream = st;
+  buf_reset(&r->out);
+  r->status = status;
+  r->ctype = ctype;
+}
+
+static enum MHD_Result queue_stream(struct hctx *x) {
+  hreq *r = &x->r;
+  hstream *st = x->stream;
+  x->stream = NULL;
+  struct MHD_Response *res = MHD_create_response_from_callback(st->len, STREAM_BLOCK, stream_read, st, stream_free);
+  if (!res) {
+    stream_free(st);
+    return MHD_NO;
+  }
+  add_common_headers(r, res, r->ctype ? r->ctype : "application/octet-stream");
+  enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, res);
+  MHD_destroy_response(res); /* stream_free runs when the connection lets go */
+  return ok;
+}
+
+/* ---- requests --------------------------------------------------------------- */
 
 static int method_of(const char *m) {
   static const struct { const char *s; int m; } t[] = {
@@ -460,7 +543,9 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 
 static enum MHD_Result answer_now(struct hctx *x) {
   x->answered = 1;
-  return x->r.feed ? queue_feed(&x->r) : send_response(&x->r);
+  if (x->r.feed) return queue_feed(&x->r);
+  if (x->stream) return queue_stream(x);
+  return send_response(&x->r);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -480,11 +565,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->method_str = arena_strndup(&r->a, method, strlen(method));
     r->path = arena_strndup(&r->a, url, strlen(url));
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    /* a bad path or query leaves its error in r->status, sent at the end */
+    if (!r->path || !r->method_str) hres_err(r, DV_ENOMEM);
+    int parsed = !r->status && hreq__split_path(r) == 0 &&
+                 MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r) >= 0 && !r->status;
+    if (parsed && hatt_upload_match(r)) { /* streamed: everything but the body is decided now */
+      if (ex && strcasecmp(ex, "100-continue"))
+        hres_errs(r, 417, "expectation_failed", "Only Expect: 100-continue is supported.");
+      else if (!auth_identify(r) && !auth_authorize(r))
+        hatt_upload_begin(r);
+      if (!r->status && !x->sink) hres_errs(r, 500, "internal_server_error", "No response.");
+      return r->status ? answer_now(x) : MHD_YES;
+    }
     if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
       hres_errs(r, 413, "too_large", "the request entity is too large");
       return answer_now(x);
     }
-    const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
     if (ex && strcasecmp(ex, "100-continue")) {
       hres_errs(r, 417, "expectation_failed", "Only Expect: 100-continue is supported.");
       return answer_now(x);
@@ -493,7 +590,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   hreq *r = &x->r;
   if (*upload_size) {
-    if (!x->answered && !x->too_large) {
+    if (x->sink) {
+      if (!x->answered && !x->sink_err && x->sink->write(x->sink_arg, r, (const uint8_t *)upload, *upload_size))
+        x->sink_err = 1;
+    } else if (!x->answered && !x->too_large) {
       if (r->body_len + *upload_size > s->o.max_body) {
         x->too_large = 1;
       } else {
@@ -509,14 +609,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   if (x->answered) return MHD_YES;
+  if (x->sink) {
+    if (!x->sink_err) x->sink->finish(x->sink_arg, r);
+    return answer_now(x);
+  }
   if (x->too_large) {
     hres_errs(r, 413, "too_large", "the request entity is too large");
     return answer_now(x);
   }
-  if (hreq__split_path(r) == 0 &&
-      MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r) >= 0 && !r->status &&
-      !cors_preflight(r) && !auth_identify(r) && !auth_authorize(r))
-    route_request(r);
+  if (!r->status && !cors_preflight(r) && !auth_identify(r) && !auth_authorize(r)) route_request(r);
   return answer_now(x);
 }
 
@@ -530,6 +631,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
     buf_free(&f->buf);
     dv_free(f);
   }
+  if (x->stream) stream_free(x->stream); /* built but never queued */
+  if (x->sink) x->sink->done(x->sink_arg);
   store_db_close(r->db);
   buf_free(&r->out);
   dv_free(r->body);

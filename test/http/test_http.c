@@ -18,6 +18,8 @@ static void suite(const char *file) {
 TEST(http_server) { suite("test/node/http/server.test.js"); }
 TEST(http_limits) { suite("test/node/http/limits.test.js"); }
 TEST(http_doc) { suite("test/node/http/doc.test.js"); }
+TEST(http_att) { suite("test/node/http/att.test.js"); }
+TEST(http_docatt) { suite("test/node/http/docatt.test.js"); }
 TEST(http_bulk) { suite("test/node/http/bulk.test.js"); }
 TEST(http_changes) { suite("test/node/http/changes.test.js"); }
 TEST(http_purge) { suite("test/node/http/purge.test.js"); }
@@ -25,6 +27,7 @@ TEST(http_auth) { suite("test/node/http/auth.test.js"); }
 TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
 TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
 TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }
+TEST(client_pouchdb_att) { suite("test/node/clients/pouchdb_att.test.js"); }
 
 /* The router's percent-decoding under libFuzzer for 20 s (make fuzz runs it
  * longer). */

@@ -44,6 +44,8 @@
   X(http_server, 120)          \
   X(http_limits, 120)          \
   X(http_doc, 180)             \
+  X(http_att, 240)             \
+  X(http_docatt, 180)          \
   X(http_bulk, 180)            \
   X(http_changes, 180)         \
   X(http_purge, 120)           \
@@ -65,4 +67,5 @@
   X(http_auth, 120)            \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
-  X(client_pouchdb_auth, 180)
+  X(client_pouchdb_auth, 180)  \
+  X(client_pouchdb_att, 180)

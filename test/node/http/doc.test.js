@@ -251,11 +251,14 @@ test('PUT a document over max_document_size: 413 document_too_large', async () =
   isErr(await get('/p24'), 404, 'not_found', 'missing');
 });
 
-test('PUT with _attachments: refused until attachments land', async () => {
-  const r = await put('/p25', { _attachments: { 'a.txt': { content_type: 'text/plain', data: 'aGk=' } } });
-  ok(r.status >= 400, r.text);
-  ok(r.json && typeof r.json.error === 'string');
+test('PUT with a bad _attachments member: 400, nothing stored', async () => {
+  isErr(await put('/p25', { _attachments: { 'a.txt': { content_type: 'text/plain', data: '!!' } } }), 400, 'bad_request');
+  isErr(await put('/p25', { _attachments: { _x: { data: 'aGk=' } } }), 400, 'bad_request');
+  isErr(await put('/p25', { _attachments: [] }), 400, 'doc_validation'); // couch_doc:transfer_fields
   isErr(await get('/p25'), 404, 'not_found', 'missing');
+  const r = await put('/p25', { _attachments: { 'a.txt': { content_type: 'text/plain', data: 'aGk=' } } });
+  eq(r.status, 201, r.text);
+  eq((await get('/p25')).json._attachments['a.txt'].length, 2);
 });
 
 test('PUT with a malformed boolean parameter: 400 query_parse_error', async () => {
@@ -765,14 +768,12 @@ test('_local: COPY from a _local doc', async () => {
   eq((await get('/l7copy')).json.from, 'l7');
 });
 
-// ---- attachment paths (until attachments land) ---------------------------------------
+// ---- attachment paths (the rest is att.test.js) ------------------------------------------
 
-test('attachment paths: GET finds the doc, then no attachment; writes are 501', async () => {
+test('attachment paths: GET finds the doc, then no attachment', async () => {
   await mk('at1');
   isErr(await get('/at1/file.txt'), 404, 'not_found', 'Document is missing attachment');
   isErr(await get('/nope6/file.txt'), 404, 'not_found', 'missing');
-  isErr(await req('PUT', DB + '/at1/file.txt', 'hi', { 'Content-Type': 'text/plain' }), 501, 'not_implemented');
-  isErr(await req('DELETE', DB + '/at1/file.txt?rev=1-' + 'a'.repeat(32)), 501, 'not_implemented');
 });
 
 // ---- store consistency ------------------------------------------------------------------
