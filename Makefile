@@ -5,7 +5,8 @@
 #   make test                  every test; ends with "N passed, N failed"
 #   make SANITIZE=address,undefined test   the same under sanitizers
 #   make CC=clang              build with clang (gcc is the default)
-#   make bench                 benchmarks
+#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, att1g.js)
+#   make bench-att1g           only the 1 GiB attachment proof (slow; not in make test)
 #   make fuzz FUZZ_SECONDS=600 run each libFuzzer target that long
 #   make format / make clean
 
@@ -90,6 +91,12 @@ test: divan $(BUILD)/divan $(BUILD)/test_runner $(FUZZERS)
 bench: divan $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$(basename $$b)"; $$b || exit 1; done
 	@echo "== http: divan vs pouchdb-server (bench/http)"; DIVAN_BIN=$(BUILD)/divan node bench/http/bench.js
+	@echo "== http attachments: divan vs pouchdb-server (bench/http/attbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/attbench.js
+	@$(MAKE) --no-print-directory bench-att1g
+
+.PHONY: bench-att1g
+bench-att1g: divan
+	@echo "== http: a 1 GiB attachment up and down in < 128 MiB RSS (bench/http/att1g.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/att1g.js
 
 run: divan
 	./divan serve
