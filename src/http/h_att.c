@@ -6,7 +6,8 @@
  * Both directions stream, so memory stays bounded whatever the size:
  *
  *   PUT   server.c picks the upload before any body byte is read
- *         (hatt_upload_match), authenticates it, and calls
+ *         (hatt_upload_match, which also picks a document PUT with a
+ *         multipart/related body for h_doc.c), authenticates it, and calls
  *         hatt_upload_begin: every check that needs no body, including the
  *         read of the parent revision, so a conflict is answered without
  *         reading a gigabyte first. Each piece of the body then comes to
@@ -42,6 +43,7 @@
 #include <sys/socket.h>
 
 #include "http/auth.h"
+#include "http/hparse.h"
 #include "http/http_int.h"
 #include "http/multipart.h"
 #include "util/alloc.h"
@@ -52,7 +54,6 @@
 #define ATT_ALLOW "DELETE,GET,HEAD,PUT"  /* db_attachment_req's 405 list */
 #define ATT_PIECE (1u << 20)             /* stored bytes per store_att_pread and per upload write */
 #define ATT_DECODE_FEED 4096             /* gzip input per decode step: what one step can expand to stays small */
-#define ATT_MAX_RANGES 10                /* this many ranges or more: the whole body (CouchDB) */
 #define FORM_MAX_PARTS 10000             /* parts of one form upload */
 #define FORM_MAX_HEADER 16384            /* header bytes of one form part */
 #define R_MISSING_ATT "Document is missing attachment"
@@ -658,19 +659,22 @@ static att_up *up_prepare(hreq *r) {
 }
 
 int hatt_upload_match(hreq *r) {
-  if (r->method != HM_PUT || r->nseg < 3) return 0;
+  if (r->method != HM_PUT || r->nseg < 2) return 0;
   int system_db = seg_is(r, 0, "_users") || seg_is(r, 0, "_replicator") || seg_is(r, 0, "_global_changes");
   if (r->seg[0][0] == '_' && !system_db) return 0;
   int id_seg;
   const char *prefix = "";
   if (r->seg[1][0] != '_') {
     id_seg = 1;
-  } else if (seg_is(r, 1, "_design") && r->nseg >= 4 && r->seg[3][0] != '_') {
+  } else if (seg_is(r, 1, "_design") && r->nseg >= 3 && (r->nseg == 3 || r->seg[3][0] != '_')) {
     id_seg = 2;
     prefix = "_design/";
   } else {
     return 0; /* _local, and the database endpoints: route.c's business */
   }
+  int doc = r->nseg == id_seg + 1; /* PUT /{db}/{docid}: only a multipart/related body streams */
+  const char *ct = doc ? hreq_hdr(r, "Content-Type") : NULL;
+  if (doc && !(ct && hparse_media_is(ct, strlen(ct), "multipart/related"))) return 0;
   size_t pl = strlen(prefix), n = pl + r->seg_len[id_seg];
   char *id = arena_alloc(&r->a, n + 1);
   if (!id) return 0;
@@ -680,11 +684,15 @@ int hatt_upload_match(hreq *r) {
   r->db_name = r->seg[0];
   r->docid = id;
   r->docid_len = n;
-  r->sub = id_seg + 1;
+  r->sub = doc ? 0 : id_seg + 1;
   return 1;
 }
 
 void hatt_upload_begin(hreq *r) {
+  if (!r->sub) { /* a document with its attachments (h_doc.c) */
+    hapi_doc_mp_begin(r);
+    return;
+  }
   att_up *u = up_prepare(r);
   if (u) hreq_sink(r, &UP_OPS, u);
 }
@@ -823,7 +831,7 @@ static att_rd *rd_new(hreq *r, const store_att *att) {
   d->att.type = dv_strndup(att->type, att->type_len);
   d->id = dv_strndup(r->docid, r->docid_len);
   d->id_len = r->docid_len;
-  d->segs = dv_calloc(3 * ATT_MAX_RANGES + 2, sizeof *d->segs);
+  d->segs = dv_calloc(3 * HPARSE_MAX_RANGES + 2, sizeof *d->segs);
   if (!d->att.name || !d->att.type || !d->id || !d->segs) {
     rd_done(d);
     return NULL;
@@ -846,72 +854,6 @@ static void rd_range(att_rd *d, int64_t off, int64_t len) {
   g->lit = 0;
   g->off = off;
   g->len = len;
-}
-
-typedef struct brange {
-  int64_t from, to; /* inclusive; -1 = none given */
-} brange;
-
-/* Parse "bytes=…" as mochiweb's parse_range_request: n ranges into out
- * (room for ATT_MAX_RANGES + 1), or 0 when the header is absent or
- * malformed (then ignored). */
-static int range_parse(const char *h, brange *out) {
-  if (!h || strncmp(h, "bytes=", 6)) return 0;
-  int n = 0;
-  for (const char *p = h + 6; *p;) {
-    size_t k = strcspn(p, ",");
-    const char *e = p + k;
-    while (p < e && (*p == ' ' || *p == '\t')) p++;
-    const char *t = e;
-    while (t > p && (t[-1] == ' ' || t[-1] == '\t')) t--;
-    if (t > p) {
-      if (n == ATT_MAX_RANGES + 1) return n; /* enough to know there are too many */
-      int64_t v[2] = {-1, -1};
-      int which = 0, digits = 0;
-      const char *q = p;
-      if (*q == '-') which = 1, q++;
-      for (; q < t; q++) {
-        if (*q >= '0' && *q <= '9') {
-          if (digits++ == 18) return 0;
-          v[which] = (v[which] < 0 ? 0 : v[which]) * 10 + (*q - '0');
-        } else if (*q == '-' && which == 0 && digits) {
-          which = 1;
-          digits = 0;
-        } else {
-          return 0;
-        }
-      }
-      if (v[0] < 0 && v[1] < 0) return 0;
-      out[n].from = v[0];
-      out[n].to = v[1];
-      n++;
-    }
-    p = *e ? e + 1 : e;
-  }
-  return n;
-}
-
-/* chttpd_db:parse_ranges over n parsed ranges of a body of len bytes:
- * 1 with the ranges made absolute, 0 to send the whole body ("bytes=0-"
- * anywhere), -1 for 416 (backwards, or starting past the end). A suffix
- * longer than the body is the whole body (RFC 7233). */
-static int range_resolve(brange *rg, int n, int64_t len) {
-  for (int i = 0; i < n; i++) {
-    int64_t f = rg[i].from, t = rg[i].to;
-    if (f == 0 && t < 0) return 0;
-    if (f >= 0 && t >= 0 && t < f) return -1;
-    if (f < 0) {
-      f = len - t;
-      if (f < 0) f = 0;
-      t = len - 1;
-    } else if (t < 0 || t >= len) {
-      t = len - 1;
-    }
-    if (t < f) return -1;
-    rg[i].from = f;
-    rg[i].to = t;
-  }
-  return 1;
 }
 
 static void att_get(hreq *r) {
@@ -969,9 +911,9 @@ static void att_get(hreq *r) {
     dv_free(csp);
   }
   int64_t len = a->gzip && !gz_ok ? a->length : a->enc_length;
-  brange rg[ATT_MAX_RANGES + 1];
-  int nr = a->gzip ? 0 : range_parse(hreq_hdr(r, "Range"), rg);
-  int how = nr > 0 ? range_resolve(rg, nr, len) : 0;
+  hrange rg[HPARSE_MAX_RANGES + 1];
+  int nr = a->gzip ? 0 : hparse_range(hreq_hdr(r, "Range"), rg);
+  int how = nr > 0 ? hparse_range_resolve(rg, nr, len) : 0;
   if (how < 0) {
     char cr[48];
     snprintf(cr, sizeof cr, "bytes */%lld", (long long)len);
@@ -979,7 +921,7 @@ static void att_get(hreq *r) {
     hres_errs(r, 416, "requested_range_not_satisfiable", "Requested range not satisfiable");
     return;
   }
-  if (how > 0 && nr >= ATT_MAX_RANGES) how = 0;
+  if (how > 0 && nr >= HPARSE_MAX_RANGES) how = 0;
   if (!type) {
     hres_err(r, DV_ENOMEM);
     return;

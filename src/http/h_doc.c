@@ -16,7 +16,9 @@
  *
  * Attachments at the document level go through hatt.c: inline `data`,
  * stubs and "follows" in written documents, multipart/related PUT bodies
- * (the CouchDB replicator's form), attachments=true / atts_since /
+ * (the CouchDB replicator's form; streamed through a body sink, so an
+ * attachment of any size passes in bounded memory: hapi_doc_mp_begin),
+ * attachments=true / atts_since /
  * att_encoding_info on reads, a multipart/related answer for a client that
  * asks for one, and open_revs as multipart/mixed.
  *
@@ -31,6 +33,7 @@
 #include <sys/socket.h>
 
 #include "http/auth.h"
+#include "http/hparse.h"
 #include "http/http_int.h"
 #include "http/users.h"
 #include "util/alloc.h"
@@ -937,10 +940,7 @@ static int put_mp_json(void *arg, const char *json, size_t n, store_edit **out) 
 }
 
 /* A multipart/related Content-Type (chttpd_db matches "multipart/related;"). */
-static int is_mp_related(const char *ct) {
-  size_t n = strlen("multipart/related");
-  return ct && !strncasecmp(ct, "multipart/related", n) && (ct[n] == ';' || ct[n] == ' ' || !ct[n]);
-}
+static int is_mp_related(const char *ct) { return ct && hparse_media_is(ct, strlen(ct), "multipart/related"); }
 
 /* PUT /{db}/{docid}: a JSON document, or a multipart/related body (the
  * document, then the content of its "follows" attachments). */
@@ -961,6 +961,70 @@ static void doc_put(hreq *r, const docq *q, int local) {
   }
   edit_write(r, e, q->new_edits, c.batch, &ANS_PUT, w);
   hatt_w_done(w);
+}
+
+/* ---- PUT /{db}/{docid} with a multipart/related body, streamed ----------------
+ *
+ * server.c hands such a body to a sink (hatt_upload_match, then
+ * hapi_doc_mp_begin after authentication) instead of reading it into
+ * r->body: the pieces go through hatt_mp_feed as they arrive, so only the
+ * JSON part is held in memory (at most max_body bytes) while each
+ * attachment part is checked and written to a store upload piecewise. At
+ * the end of the body the edit is written exactly as doc_put writes it.
+ * _local documents never come here (they have no attachments): doc_put
+ * answers them from r->body. */
+
+typedef struct mp_put {
+  docq q;         /* the query, parsed before the body */
+  putctx c;       /* the PUT (c.q points at q) */
+  hatt_w *w;      /* its attachment state */
+  hatt_mp *m;     /* the body's parse */
+} mp_put;
+
+static int mp_put_write(void *arg, hreq *r, const uint8_t *p, size_t n) {
+  (void)r;
+  mp_put *u = arg;
+  return hatt_mp_feed(u->m, p, n);
+}
+
+static void mp_put_finish(void *arg, hreq *r) {
+  mp_put *u = arg;
+  store_edit *e;
+  if (hatt_mp_end(u->m, &e)) return;
+  edit_write(r, e, u->q.new_edits, u->c.batch, &ANS_PUT, u->w);
+}
+
+static void mp_put_done(void *arg) {
+  mp_put *u = arg;
+  hatt_mp_free(u->m);
+  hatt_w_done(u->w); /* after store_update: uploads a committed edit linked stay */
+  u->m = NULL;
+}
+
+static const hsink_ops MP_PUT_OPS = {mp_put_write, mp_put_finish, mp_put_done};
+
+void hapi_doc_mp_begin(hreq *r) {
+  if (hreq_open_db(r)) return;
+  if (r->users_doc && !r->db_admin && hq_get(r, "open_revs", NULL)) { /* as hapi_doc */
+    hres_errs(r, 403, "forbidden", "Only admins may do this in the users database.");
+    return;
+  }
+  mp_put *u = arena_calloc(&r->a, sizeof *u);
+  if (!u) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  if (parse_docq(r, &u->q) || docid_ok(r, r->docid, r->docid_len)) return;
+  u->c = (putctx){.r = r, .q = &u->q, .local = 0, .batch = batch_ok(r)};
+  if (!(u->w = hatt_w_new(r))) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  if (hatt_mp_begin(u->w, hreq_hdr(r, "Content-Type"), hsrv_opts(r->srv)->max_body, put_mp_json, &u->c, &u->m)) {
+    hatt_w_done(u->w);
+    return;
+  }
+  hreq_sink(r, &MP_PUT_OPS, u);
 }
 
 /* DELETE /{db}/{docid}: the doc must exist (404 missing/deleted), then the

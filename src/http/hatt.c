@@ -8,10 +8,13 @@
  *            compression_level (the stored digest is then the MD5 of the
  *            gzip bytes, as CouchDB's), and content past the store's
  *            per-edit memory budget goes through store_att_upload_*.
- *            hatt_mp_read reads a multipart/related document body
- *            (couch_doc:doc_from_multi_part_stream): the JSON part, then
- *            one part per "follows" attachment, each checked and stored
- *            as it arrives. hatt_copy gives a COPY its source's content.
+ *            hatt_mp_begin/feed/end read a multipart/related document
+ *            body (couch_doc:doc_from_multi_part_stream) pushed piece by
+ *            piece, from server.c's body sink or from r->body at once
+ *            (hatt_mp_read): the JSON part, then one part per "follows"
+ *            attachment, each checked and stored (in memory or a store
+ *            upload) as it arrives. hatt_copy gives a COPY its source's
+ *            content.
  *   reads    hatt_doc turns the store's stubs into inline "data" (identity
  *            bytes, base64) or "follows" stubs, honouring atts_since as
  *            couch_db:find_ancestor_rev_pos does; hatt_out streams a
@@ -30,6 +33,7 @@
 #include <strings.h>
 
 #include "http/auth.h"
+#include "http/hparse.h"
 #include "http/http_int.h"
 #include "http/multipart.h"
 #include "util/alloc.h"
@@ -384,23 +388,31 @@ void hatt_err(hreq *r, int rc, const char *why) {
 
 enum { MP_STOP = 1 }; /* a callback's "stop": the error is in the state */
 
-typedef struct mpr {
-  hatt_w *w;
+struct hatt_mp {
+  hatt_w *w;                /* the write's attachment state (its request, config, uploads) */
   hatt_doc_fn fn;           /* parses the JSON part */
-  void *arg;
+  void *arg;                /* fn's argument */
+  mp_parser *p;             /* the multipart parser (multipart.h) */
   store_edit *e;            /* fn's edit */
   size_t parts;             /* parts begun */
   int json_ok;              /* the first part is application/json */
+  size_t max_json;          /* bytes the JSON part may have */
   dv_buf json;              /* the first part's bytes */
   size_t *fol;              /* indices in e->atts of the "follows" ones */
-  size_t n_fol;
+  size_t n_fol;             /* how many */
   size_t budget;            /* stored bytes given in memory so far */
+  uint64_t total;           /* body bytes fed so far */
+  uint64_t limit;           /* body bytes allowed: max_json, then plus each
+                               follows part's declared length */
+  int failed;               /* an error was written: feed no more */
   /* the attachment part being read */
   store_att *cur;           /* its attachment */
   int gz_in;                /* sent gzip-encoded ("encoding":"gzip") */
   int64_t want;             /* bytes the part must have */
   int64_t got;              /* bytes it had so far */
   dv_md5 md5;               /* of the bytes as sent */
+  int has_pmd5;             /* the part carried Content-MD5 */
+  uint8_t pmd5[16];         /* its digest */
   dv_gz *check;             /* gz_in: a decoder proving the gzip and its length */
   dv_gz *enc;               /* identity content of a compressible type: the encoder */
   dv_buf mem;               /* stored bytes kept in memory … */
@@ -408,9 +420,19 @@ typedef struct mpr {
   int64_t stored;           /* stored bytes so far */
   /* the error */
   int status;               /* 0: none yet; -1: fn wrote it */
-  const char *error;
-  const char *reason;
-} mpr;
+  const char *error;        /* CouchDB's error member */
+  const char *reason;       /* and its reason (arena or static) */
+};
+
+typedef struct hatt_mp mpr;
+
+/* Framing bytes allowed besides the JSON and the declared attachment
+ * lengths: the preamble, the JSON part's headers and the epilogue, then
+ * per attachment part its delimiter and header block. */
+#define MP_SLACK (MP_HEADER_MAX + 4096u)
+
+static uint64_t add_sat(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+
 
 static int mp_fail(mpr *m, int status, const char *error, const char *reason) {
   if (!m->status) {
@@ -439,6 +461,7 @@ static int mp_part_begin(void *arg) {
   m->gz_in = a->gzip;
   m->want = a->gzip ? a->enc_length : a->length;
   m->got = m->stored = 0;
+  m->has_pmd5 = 0;
   if (m->want < 0) return mp_fail(m, 400, "bad_request", att_fmt(m, "Attachment %s has no valid length."));
   if (m->want > w->max_size) return mp_fail(m, 413, "attachment_too_large", att_fmt(m, "%s"));
   dv_md5_init(&m->md5);
@@ -461,10 +484,17 @@ static int mp_part_begin(void *arg) {
 
 static int mp_header(void *arg, const char *name, size_t nl, const char *value, size_t vl) {
   mpr *m = arg;
-  if (m->parts == 1 && nl == 12 && !strncasecmp(name, "Content-Type", 12)) {
-    static const char js[] = "application/json";
-    size_t k = sizeof js - 1;
-    m->json_ok = vl >= k && !strncasecmp(value, js, k) && (vl == k || value[k] == ';' || is_sp(value[k]));
+  if (m->parts == 1 && nl == 12 && !strncasecmp(name, "Content-Type", 12))
+    m->json_ok = hparse_media_is(value, vl, "application/json");
+  if (m->parts > 1 && nl == 11 && !strncasecmp(name, "Content-MD5", 11)) {
+    /* a part's own digest of its bytes as sent, checked as the
+     * standalone PUT checks Content-MD5 */
+    uint8_t d[64];
+    size_t dn = 0;
+    if (vl > 64 || dv_b64_decode(value, vl, 0, d, &dn) || dn != 16)
+      return mp_fail(m, 400, "content_md5_mismatch", "Possible message corruption.");
+    memcpy(m->pmd5, d, 16);
+    m->has_pmd5 = 1;
   }
   return 0;
 }
@@ -492,6 +522,7 @@ static int mp_discard(void *arg, const uint8_t *p, size_t n) {
 static int mp_data(void *arg, const uint8_t *p, size_t n) {
   mpr *m = arg;
   if (m->parts == 1) {
+    if (m->json.len + n > m->max_json) return mp_fail(m, 413, "too_large", "the request entity is too large");
     buf_append(&m->json, p, n);
     return buf_error(&m->json) ? mp_fail_rc(m, DV_ENOMEM) : 0;
   }
@@ -522,8 +553,13 @@ static int mp_doc_end(mpr *m) {
   store_edit *e = m->e;
   m->fol = arena_alloc(&m->w->r->a, (e->n_atts ? e->n_atts : 1) * sizeof *m->fol);
   if (!m->fol) return mp_fail_rc(m, DV_ENOMEM);
-  for (size_t i = 0; i < e->n_atts; i++)
-    if (e->atts[i].follows && !e->atts[i].stub) m->fol[m->n_fol++] = i;
+  for (size_t i = 0; i < e->n_atts; i++) {
+    const store_att *a = &e->atts[i];
+    if (!a->follows || a->stub) continue;
+    m->fol[m->n_fol++] = i;
+    int64_t want = a->gzip ? a->enc_length : a->length; /* a bad one fails when its part begins */
+    m->limit = add_sat(add_sat(m->limit, want > 0 ? (uint64_t)want : 0), MP_SLACK);
+  }
   return 0;
 }
 
@@ -551,7 +587,7 @@ static int mp_part_end(void *arg) {
   }
   uint8_t md5[16];
   dv_md5_final(&m->md5, md5);
-  if (a->has_md5 && memcmp(md5, a->md5, 16))
+  if ((a->has_md5 && memcmp(md5, a->md5, 16)) || (m->has_pmd5 && memcmp(md5, m->pmd5, 16)))
     return mp_fail(m, 400, "content_md5_mismatch", "Possible message corruption.");
   a->has_md5 = 0; /* checked against the bytes sent; the store digests what it keeps */
   if (!m->gz_in) a->length = m->got;
@@ -574,59 +610,100 @@ static int mp_part_end(void *arg) {
   return 0;
 }
 
-/* The body is whole in r->body today (≤ max_body). Everything below is
- * push-based, so a streamed body plugs in as server.c's body sinks
- * (hreq_sink): mp_new in the sink's set-up (after the headers, once auth
- * passed), mp_feed in its write for each piece, and the checks after
- * mp_finish plus edit_write in its finish — attachment parts already go to
- * uploads piecewise, so only the JSON part would be held in memory. */
-int hatt_mp_read(hatt_w *w, const char *ctype, hatt_doc_fn fn, void *arg, store_edit **out) {
+/* Write the error that stopped the parse (rc: mp_feed's or mp_finish's). */
+static void mp_answer(mpr *m, int rc) {
+  hreq *r = m->w->r;
+  m->failed = 1;
+  if (m->status == -1) return; /* fn answered */
+  if (m->status) hres_errs(r, m->status, m->error, m->reason ? m->reason : "Invalid multipart body.");
+  else if (rc == DV_EVALUE_TOO_LARGE) hres_errs(r, 413, "too_large", "A part's headers are too large.");
+  else if (rc == DV_ENOMEM) hres_err(r, rc);
+  else hres_errs(r, 400, "bad_request", "Malformed or truncated multipart/related body.");
+}
+
+int hatt_mp_begin(hatt_w *w, const char *ctype, size_t max_json, hatt_doc_fn fn, void *arg, hatt_mp **out) {
   hreq *r = w->r;
   char bnd[MP_MAX_BOUNDARY + 1];
   if (mp_boundary(ctype, bnd, sizeof bnd)) {
     hres_errs(r, 400, "bad_request", "Content-Type multipart/related needs a valid boundary parameter.");
     return -1;
   }
-  mpr m;
-  memset(&m, 0, sizeof m);
-  m.w = w;
-  m.fn = fn;
-  m.arg = arg;
-  buf_init(&m.json);
-  buf_init(&m.mem);
+  mpr *m = dv_calloc(1, sizeof *m);
+  if (!m) {
+    hres_err(r, DV_ENOMEM);
+    return -1;
+  }
+  m->w = w;
+  m->fn = fn;
+  m->arg = arg;
+  m->max_json = max_json;
+  m->limit = add_sat(max_json, MP_SLACK);
+  buf_init(&m->json);
+  buf_init(&m->mem);
   static const mp_callbacks cb = {mp_part_begin, mp_header, mp_headers_end, mp_data, mp_part_end};
-  mp_parser *p = NULL;
-  int rc = mp_new(bnd, &cb, &m, MP_HEADER_MAX, 0, &p);
-  if (!rc) rc = mp_feed(p, (const uint8_t *)(r->body ? r->body : ""), r->body_len);
-  if (!rc) rc = mp_finish(p);
-  mp_free(p);
-  dv_gz_close(m.check);
-  dv_gz_close(m.enc);
-  buf_free(&m.json);
-  buf_free(&m.mem);
-  if (m.status == -1) return -1; /* fn answered */
-  if (m.status) {
-    hres_errs(r, m.status, m.error, m.reason ? m.reason : "Invalid multipart body.");
-    return -1;
-  }
-  if (rc == DV_EVALUE_TOO_LARGE) {
-    hres_errs(r, 413, "too_large", "A part's headers are too large.");
-    return -1;
-  }
+  int rc = mp_new(bnd, &cb, m, MP_HEADER_MAX, 0, &m->p);
   if (rc) {
-    hres_errs(r, 400, "bad_request", "Malformed or truncated multipart/related body.");
+    hatt_mp_free(m);
+    hres_err(r, rc);
     return -1;
   }
-  if (!m.e) {
+  *out = m;
+  return 0;
+}
+
+int hatt_mp_feed(hatt_mp *m, const uint8_t *p, size_t n) {
+  if (m->failed) return -1;
+  int rc = mp_feed(m->p, p, n);
+  m->total = add_sat(m->total, n);
+  /* checked after the piece: the JSON part's end, inside it, raises the
+   * limit by the lengths it declares */
+  if (!rc && m->total > m->limit) rc = mp_fail(m, 413, "too_large", "the request entity is too large");
+  if (rc) {
+    mp_answer(m, rc);
+    return -1;
+  }
+  return 0;
+}
+
+int hatt_mp_end(hatt_mp *m, store_edit **out) {
+  hreq *r = m->w->r;
+  if (m->failed) return -1;
+  int rc = mp_finish(m->p);
+  if (rc) {
+    mp_answer(m, rc);
+    return -1;
+  }
+  m->failed = 1; /* whatever follows, the parse is over */
+  if (!m->e) {
     hres_errs(r, 400, "bad_request", "The multipart/related body has no document part.");
     return -1;
   }
-  if (m.parts - 1 != m.n_fol) {
+  if (m->parts - 1 != m->n_fol) {
     hres_errs(r, 400, "bad_request", "The body has fewer parts than attachments marked \"follows\".");
     return -1;
   }
-  *out = m.e;
+  *out = m->e;
   return 0;
+}
+
+void hatt_mp_free(hatt_mp *m) {
+  if (!m) return;
+  mp_free(m->p);
+  dv_gz_close(m->check);
+  dv_gz_close(m->enc);
+  buf_free(&m->json);
+  buf_free(&m->mem);
+  dv_free(m); /* an upload begun is the hatt_w's (hatt_w_done frees it) */
+}
+
+int hatt_mp_read(hatt_w *w, const char *ctype, hatt_doc_fn fn, void *arg, store_edit **out) {
+  hreq *r = w->r;
+  hatt_mp *m;
+  if (hatt_mp_begin(w, ctype, hsrv_opts(r->srv)->max_body, fn, arg, &m)) return -1;
+  int rc = hatt_mp_feed(m, (const uint8_t *)(r->body ? r->body : ""), r->body_len);
+  if (!rc) rc = hatt_mp_end(m, out);
+  hatt_mp_free(m);
+  return rc;
 }
 
 /* ---- COPY ---------------------------------------------------------------------- */
@@ -826,29 +903,7 @@ int hatt_doc(store_db *db, dv_arena *a, json_val *doc, const hatt_ro *o, store_a
   return 0;
 }
 
-int hatt_accepts(hreq *r, const char *type) {
-  const char *h = hreq_hdr(r, "Accept");
-  size_t tn = strlen(type);
-  while (h && *h) {
-    while (*h == ',' || is_sp(*h)) h++;
-    const char *e = h;
-    while (*e && *e != ',' && *e != ';') e++;
-    const char *t = e;
-    while (t > h && is_sp(t[-1])) t--;
-    size_t n = (size_t)(t - h);
-    int hit = (n == tn && !strncasecmp(h, type, n)) || (n == 11 && !strncasecmp(h, "multipart/*", 11));
-    double q = 1;
-    while (*e == ';') { /* parameters: only q matters */
-      e++;
-      while (is_sp(*e)) e++;
-      if ((e[0] == 'q' || e[0] == 'Q') && e[1] == '=') q = strtod(e + 2, NULL);
-      while (*e && *e != ',' && *e != ';') e++;
-    }
-    if (hit && q > 0) return 1;
-    h = e;
-  }
-  return 0;
-}
+int hatt_accepts(hreq *r, const char *type) { return hparse_accepts(hreq_hdr(r, "Accept"), type); }
 
 /* ---- streamed multipart answers --------------------------------------------------- */
 

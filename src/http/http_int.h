@@ -21,7 +21,10 @@
  * that fails writes the CouchDB error with hres_err()/hres_errs() and
  * returns.
  *
- * Authentication and authorization: auth.h. Not here: attachments (issue 7).
+ * Request bodies that stream (attachment uploads, multipart/related
+ * document PUTs) skip r->body: see hsink_ops below.
+ *
+ * Authentication and authorization: auth.h.
  */
 #ifndef DV_HTTP_INT_H
 #define DV_HTTP_INT_H
@@ -235,6 +238,7 @@ void hapi_ensure_full_commit(hreq *r); /* /{db}/_ensure_full_commit */
 /* h_doc.c */
 void hapi_doc_post(hreq *r);      /* POST /{db} (called by hapi_db) */
 void hapi_doc(hreq *r);           /* /{db}/{docid} incl. _design/ and _local/ */
+void hapi_doc_mp_begin(hreq *r);  /* a multipart/related PUT's sink (hatt_upload_begin) */
 
 /* h_bulk.c */
 void hapi_bulk_docs(hreq *r);     /* /{db}/_bulk_docs */
@@ -300,17 +304,38 @@ const char *hatt_reason(hreq *r, int rc, const json_val *doc, const store_edit *
  * would answer it. */
 void hatt_err(hreq *r, int rc, const char *why);
 
-/* A multipart/related document body (r->body, Content-Type ctype): the
- * first part is the JSON document, handed to fn when complete (fn parses
- * and checks it, fills a store_edit and returns 0, or writes its error and
- * returns nonzero); each further part is the content of the next
- * "follows" attachment of that edit, in order, checked against its
- * length / encoded_length and digest, gzip-encoded as hatt_prepare would,
- * and stored in memory or uploaded. 0 with *out = fn's edit; -1 with the
- * error written (400 for a malformed body, missing or extra parts,
- * lengths or digests that do not match; 413 attachment_too_large).
- * The parser is push-based: a streamed body would feed the same state. */
+/* A multipart/related document body (couch_doc:doc_from_multi_part_stream),
+ * read push-style: hatt_mp_begin with the request's Content-Type, then
+ * hatt_mp_feed for each piece of the body as it arrives, hatt_mp_end when
+ * it ended, hatt_mp_free always. The first part is the JSON document
+ * (Content-Type application/json, else 415; at most max_json bytes, else
+ * 413 too_large), handed to fn when complete (fn parses and checks it,
+ * fills a store_edit and returns 0, or writes its error and returns
+ * nonzero); each further part is the content of the next "follows"
+ * attachment of that edit, in order: checked against its length /
+ * encoded_length, its "digest" and the part's own Content-MD5,
+ * gzip-encoded as hatt_prepare would (a gzip part is stored as sent and
+ * only decoded to prove it), and kept in memory while the edit's stored
+ * bytes fit STORE_ATT_INLINE_MAX, else written piecewise to a store upload
+ * (the hatt_w's: hatt_w_done frees it). So memory is bounded by max_json
+ * whatever the attachments' sizes. The whole body may have max_json plus
+ * the declared attachment lengths plus some framing bytes, else 413
+ * too_large.
+ *
+ * Each returns 0, or -1 with the error written on w's request, after which
+ * the parse is over (feed and end return -1 again): 400 for a malformed
+ * or truncated body, missing or extra parts, lengths or digests that do
+ * not match (content_md5_mismatch); 413 attachment_too_large for a part
+ * declared past [couchdb] max_attachment_size; fn's own answer. end gives
+ * *out = fn's edit, its follows attachments all given (data or up). */
 typedef int (*hatt_doc_fn)(void *arg, const char *json, size_t n, store_edit **out);
+typedef struct hatt_mp hatt_mp;
+int hatt_mp_begin(hatt_w *w, const char *ctype, size_t max_json, hatt_doc_fn fn, void *arg,
+                  hatt_mp **out) DV_MUST_CHECK;
+int hatt_mp_feed(hatt_mp *m, const uint8_t *p, size_t n) DV_MUST_CHECK;
+int hatt_mp_end(hatt_mp *m, store_edit **out) DV_MUST_CHECK;
+void hatt_mp_free(hatt_mp *m); /* NULL is a no-op */
+/* The same over the whole r->body at once (max_json: max_body). */
 int hatt_mp_read(hatt_w *w, const char *ctype, hatt_doc_fn fn, void *arg, store_edit **out);
 
 /* COPY: every stub of e gets the content of the source revision's
@@ -361,7 +386,9 @@ void hatt_out_send(hreq *r, hatt_out *o, int status, const char *ctype);
  * hatt_upload_match on its first call, when the headers are in and no body
  * byte has been read; for a match it authenticates and calls
  * hatt_upload_begin, which sets the sink (hreq_sink) or writes an error
- * (sent at once, the body unread). */
+ * (sent at once, the body unread). Two kinds of request stream: a
+ * standalone attachment PUT (h_att.c) and a document PUT with a
+ * multipart/related body (h_doc.c's hapi_doc_mp_begin). */
 typedef struct hsink_ops {
   /* n > 0 bytes of the body, in order. Nonzero: the error is written on r;
    * the rest of the body is dropped and that error sent. */
@@ -392,8 +419,9 @@ typedef struct hstream_ops {
 void hres_stream(hreq *r, int status, const char *ctype, uint64_t len, const hstream_ops *ops, void *arg);
 
 /* h_att.c */
-int hatt_upload_match(hreq *r);   /* server.c's 1st call: PUT /{db}/{docid}/{att…}, not _local
-                                     (sets db_name, docid, sub as route.c would) */
+int hatt_upload_match(hreq *r);   /* server.c's 1st call: PUT /{db}/{docid}/{att…}, or PUT
+                                     /{db}/{docid} with Content-Type multipart/related; not
+                                     _local (sets db_name, docid, sub as route.c would) */
 void hatt_upload_begin(hreq *r);  /* after auth: the checks that need no body, then hreq_sink */
 void hapi_att(hreq *r);           /* /{db}/{docid}/{att…}: GET HEAD PUT DELETE (called by hapi_doc) */
 void hapi_doc_form(hreq *r);      /* POST /{db}/{docid} multipart/form-data (called by hapi_doc) */

@@ -8,11 +8,14 @@
  *              and query, refuse early what is refused by headers alone
  *              (Content-Length over max_body → 413, an Expect other than
  *              100-continue → 417). An attachment upload (PUT
- *              /{db}/{doc}/{att…}, hatt_upload_match) is authenticated and
- *              checked here, before any body byte is read, and its body
- *              goes to the sink h_att.c sets (hreq_sink) instead of r->body:
- *              no max_body for it, the sink counts against
- *              max_attachment_size itself.
+ *              /{db}/{doc}/{att…}) or a document PUT with a
+ *              multipart/related body (the replicator's and PouchDB's
+ *              form), both matched by hatt_upload_match, is authenticated
+ *              and checked here, before any body byte is read, and its body
+ *              goes to the sink h_att.c or h_doc.c sets (hreq_sink) instead
+ *              of r->body: no max_body for it, the sink enforces its own
+ *              limits (max_attachment_size per attachment, max_body for a
+ *              document's JSON part).
  *   Nth call   a piece of the body: to the sink, or appended to r->body
  *              while ≤ max_body (past it: drop the rest, answer 413 at the
  *              end). A sink that refuses a piece has set the error: the

@@ -1,7 +1,7 @@
 /* tests.h — the HTTP layer's tests: black-box suites in node that drive a
  * real `divan serve` (test/node/http/, test/node/clients/), one
- * runner test per suite; the unit tests of crypto.c (test_crypto.c) and
- * multipart.c (test_multipart.c). */
+ * runner test per suite; the unit tests of crypto.c (test_crypto.c),
+ * multipart.c (test_multipart.c) and hparse.c (test_hparse.c). */
 #define HTTP_TESTS(X)          \
   X(http_url_fuzz_smoke, 60)   \
   X(crypto_b64_fuzz_smoke, 60) \
@@ -41,6 +41,12 @@
   X(multipart_chunking, 30)    \
   X(multipart_callback_abort, 5) \
   X(multipart_alloc_fail, 5)   \
+  X(hparse_fuzz_smoke, 60)     \
+  X(hparse_range, 5)           \
+  X(hparse_range_resolve, 5)   \
+  X(hparse_accepts, 5)         \
+  X(hparse_media_is, 5)        \
+  X(hparse_boundary_limits, 5) \
   X(http_server, 120)          \
   X(http_limits, 120)          \
   X(http_doc, 180)             \

@@ -519,6 +519,221 @@ test('a large attachment (past the in-memory budget) round-trips through multipa
   eq((await get('/big2')).json._attachments['b.bin'].digest, md5(big));
 });
 
+// ---- streamed multipart/related PUT (server.c's body sink, hatt_mp_feed) -------------
+
+const fs = require('fs');
+
+function rssKb(pid, field) {
+  const m = new RegExp(field + ':\\s+(\\d+) kB').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+}
+
+// Send a request body given as a list of Buffers, honouring backpressure
+// (opts.chunked: Transfer-Encoding: chunked, in pieces of opts.piece bytes;
+// else Content-Length). Resolves with { status, json, text }.
+function send(method, url, pieces, headers = {}, opts = {}) {
+  const u = new URL(url);
+  const h = Object.assign({ Authorization: basicAuth(u) }, headers);
+  if (!opts.chunked) h['Content-Length'] = pieces.reduce((n, p) => n + p.length, 0);
+  return new Promise((resolve, reject) => {
+    const r = http.request({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: h, agent: false }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        let json;
+        try { json = JSON.parse(text); } catch (e) { json = undefined; }
+        resolve({ status: res.statusCode, json, text });
+      });
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    const step = opts.piece || (1 << 20);
+    (async () => {
+      for (const p of pieces) {
+        for (let i = 0; i < p.length; i += step) {
+          if (!r.write(p.subarray(i, i + step))) await new Promise((res) => r.once('drain', res));
+        }
+      }
+      r.end();
+    })().catch(reject);
+  });
+}
+
+// The MD5 (base64) of an attachment read back with GET /{db}/{doc}/{att}, streamed.
+function attMd5(path) {
+  const u = new URL(DB + path);
+  return new Promise((resolve, reject) => {
+    const h = crypto.createHash('md5');
+    let n = 0;
+    const r = http.request({ method: 'GET', hostname: u.hostname, port: u.port, path: u.pathname, headers: { Authorization: basicAuth(u) }, agent: false }, (res) => {
+      res.on('data', (c) => { h.update(c); n += c.length; });
+      res.on('end', () => resolve({ status: res.statusCode, md5: 'md5-' + h.digest('base64'), length: n }));
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    r.end();
+  });
+}
+
+test('100 MB multipart/related PUT with new_edits=false streams: 201, byte-exact back, server RSS bounded', async () => {
+  const big = crypto.randomBytes(100 << 20);
+  const digest = md5(big);
+  const B = 'big100-boundary';
+  const rev = '1-' + 'b'.repeat(32);
+  const doc = { _id: 'mp100', _rev: rev, _revisions: { start: 1, ids: ['b'.repeat(32)] }, n: 100, _attachments: {
+    'big.bin': { content_type: 'application/octet-stream', revpos: 1, digest, length: big.length, follows: true },
+  } };
+  const head = Buffer.from(`--${B}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(doc)}\r\n--${B}\r\n` +
+    `Content-Disposition: attachment; filename="big.bin"\r\nContent-Type: application/octet-stream\r\nContent-Length: ${big.length}\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${B}--`);
+  const sanitized = /lib[at]san/.test(fs.readFileSync(`/proc/${srv.pid}/maps`, 'utf8')); // ASan's quarantine is not ours
+  const before = rssKb(srv.pid, 'VmRSS');
+  let peak = 0;
+  const poll = setInterval(() => { peak = Math.max(peak, rssKb(srv.pid, 'VmRSS')); }, 20);
+  let r;
+  try {
+    r = await send('PUT', DB + '/mp100?new_edits=false', [head, big, tail], { 'Content-Type': `multipart/related; boundary="${B}"` });
+  } finally {
+    clearInterval(poll);
+  }
+  peak = Math.max(peak, rssKb(srv.pid, 'VmRSS'));
+  eq(r.status, 201, r.text);
+  eq(r.json.rev, rev);
+  const g = await get('/mp100');
+  eq(g.json.n, 100);
+  eq(g.json._attachments['big.bin'].length, big.length);
+  eq(g.json._attachments['big.bin'].digest, digest);
+  const back = await attMd5('/mp100/big.bin');
+  eq(back.status, 200);
+  eq(back.length, big.length);
+  eq(back.md5, digest);
+  if (process.env.T_VERBOSE) console.log(`  server VmRSS during the 100 MB upload: ${before} kB before, ${peak} kB at most`);
+  if (!sanitized) ok(peak < 200 * 1024, `server RSS ${peak} kB < 200 MB during the upload`);
+});
+
+test('a chunked multipart/related PUT streams (small and past the in-memory budget, gzip on the fly)', async () => {
+  const B = 'chunked-bnd';
+  const big = crypto.randomBytes(5 << 20);
+  const text = Buffer.from(crypto.randomBytes(3 << 20).toString('hex')); // 6 MB of compressible text
+  const doc = { c: 1, _attachments: {
+    'small.bin': { follows: true, content_type: 'application/octet-stream', length: BIN.length, digest: md5(BIN) },
+    'big.bin': { follows: true, content_type: 'application/octet-stream', length: big.length },
+    'text.txt': { follows: true, content_type: 'text/plain', length: text.length },
+  } };
+  const body = mpBody(B, doc, [{ data: BIN }, { data: big, headers: { 'Content-MD5': crypto.createHash('md5').update(big).digest('base64') } }, { data: text }]);
+  const r = await send('PUT', DB + '/mpc1', [body], { 'Content-Type': `multipart/related; boundary="${B}"` }, { chunked: true, piece: 7000 });
+  eq(r.status, 201, r.text);
+  eq((await attMd5('/mpc1/small.bin')).md5, md5(BIN));
+  eq((await attMd5('/mpc1/big.bin')).md5, md5(big));
+  eq((await attMd5('/mpc1/text.txt')).md5, md5(text));
+  const i = await get('/mpc1?att_encoding_info=true');
+  eq(i.json._attachments['text.txt'].encoding, 'gzip');
+  ok(i.json._attachments['text.txt'].encoded_length < text.length, 'stored smaller');
+  eq(i.json._attachments['big.bin'].encoding, undefined);
+  // a small one, chunked in tiny pieces (delimiters split across pieces)
+  const s = await send('PUT', DB + '/mpc2', [mpBody(B, { _attachments: { 'a.txt': { follows: true, length: 5 } } }, [{ data: 'hello' }])],
+    { 'Content-Type': `multipart/related; boundary="${B}"` }, { chunked: true, piece: 3 });
+  eq(s.status, 201, s.text);
+  eq((await get('/mpc2?attachments=true')).json._attachments['a.txt'].data, b64('hello'));
+});
+
+test('streamed multipart errors: chunked malformed bodies, a part\'s Content-MD5, conflicts, _design rights; nothing stored', async () => {
+  const rev = await mk('sm1', { keep: 1 });
+  const B = 'errb';
+  const doc = (extra = {}) => ({ _rev: rev, changed: true, _attachments: { 'f.bin': Object.assign({ follows: true, length: 4 }, extra) } });
+  const sendc = (id, body) => send('PUT', DB + '/' + id, [body], { 'Content-Type': `multipart/related; boundary="${B}"` }, { chunked: true, piece: 5 });
+  const cases = [
+    ['truncated', mpBody(B, doc(), [{ data: 'abcd' }], { truncate: true })],
+    ['short part', mpBody(B, doc(), [{ data: 'abc' }])],
+    ['long part', mpBody(B, doc(), [{ data: 'abcde' }])],
+    ['extra part', mpBody(B, doc(), [{ data: 'abcd' }, { data: 'x' }])],
+    ['missing part', mpBody(B, doc(), [])],
+    ['wrong digest', mpBody(B, doc({ digest: md5('zzzz') }), [{ data: 'abcd' }])],
+    ['wrong part Content-MD5', mpBody(B, doc(), [{ data: 'abcd', headers: { 'Content-MD5': crypto.createHash('md5').update('zzzz').digest('base64') } }])],
+    ['bad part Content-MD5', mpBody(B, doc(), [{ data: 'abcd', headers: { 'Content-MD5': 'nope' } }])],
+    ['gzip that is not', mpBody(B, doc({ encoding: 'gzip', encoded_length: 4 }), [{ data: 'abcd' }])],
+    ['broken JSON', Buffer.from(`--${B}\r\nContent-Type: application/json\r\n\r\n{nope\r\n--${B}--`)],
+  ];
+  for (const [name, body] of cases) {
+    const r = await sendc('sm1', body);
+    eq(r.status, 400, name + ': ' + r.text);
+    ok(r.json.error === 'bad_request' || r.json.error === 'content_md5_mismatch', name + ': ' + r.text);
+  }
+  isErr(await sendc('sm1', mpBody(B, doc(), [{ data: 'abcd' }], { docType: 'text/plain' })), 415, 'bad_content_type');
+  isErr(await sendc('sm1', mpBody(B, { _rev: '1-' + 'f'.repeat(32), _attachments: { 'f.bin': { follows: true, length: 4 } } }, [{ data: 'abcd' }])),
+    409, 'conflict');
+  isErr(await sendc('sm1', mpBody(B, { _attachments: { 'f.bin': { follows: true, length: 4 } } }, [{ data: 'abcd' }])), 409, 'conflict');
+  const g = await get('/sm1');
+  eq(g.json._rev, rev);
+  eq(g.json.changed, undefined);
+  eq(g.json._attachments, undefined);
+  // the right part Content-MD5 passes
+  const good = await sendc('sm1', mpBody(B, doc(), [{ data: 'abcd', headers: { 'Content-MD5': crypto.createHash('md5').update('abcd').digest('base64') } }]));
+  eq(good.status, 201, good.text);
+  // anonymous: the database is admin-only by default, refused before the body
+  const anon = await send('PUT', srv.base + '/docatt/sm2', [mpBody(B, doc(), [{ data: 'abcd' }])], { 'Content-Type': `multipart/related; boundary="${B}"`, Authorization: null });
+  eq(anon.status, 401, anon.text);
+  // a design document with a follows attachment
+  const d = await send('PUT', DB + '/_design/mpd', [mpBody(B, { views: {}, _attachments: { 'i.html': { follows: true, content_type: 'text/html', length: 4 } } }, [{ data: '<p/>' }])],
+    { 'Content-Type': `multipart/related; boundary="${B}"` }, { chunked: true });
+  eq(d.status, 201, d.text);
+  eq((await attMd5('/_design/mpd/i.html')).md5, md5('<p/>'));
+  // _local documents are not streamed and still answered
+  const l = await mpPut('/_local/mpl', mpBody(B, { x: 1 }, []), B);
+  eq(l.status, 201, l.text);
+});
+
+test('streamed multipart: max_attachment_size at the limit 201, one byte past it 413 (chunked too)', async () => {
+  const cfg = U + '/_node/_local/_config/couchdb/max_attachment_size';
+  eq((await req('PUT', cfg, '"1000"', { 'Content-Type': 'application/json' })).status, 200);
+  try {
+    const B = 'limb2';
+    const at = crypto.randomBytes(1000), past = crypto.randomBytes(1001);
+    const body = (data) => mpBody(B, { _attachments: { 'y.bin': { follows: true, content_type: 'application/octet-stream', length: data.length } } }, [{ data }]);
+    const h = { 'Content-Type': `multipart/related; boundary="${B}"` };
+    let r = await send('PUT', DB + '/ml1', [body(at)], h);
+    eq(r.status, 201, r.text);
+    eq((await attMd5('/ml1/y.bin')).md5, md5(at));
+    isErr(await send('PUT', DB + '/ml2', [body(past)], h), 413, 'attachment_too_large', 'y.bin');
+    r = await send('PUT', DB + '/ml3', [body(at)], h, { chunked: true, piece: 100 });
+    eq(r.status, 201, r.text);
+    isErr(await send('PUT', DB + '/ml4', [body(past)], h, { chunked: true, piece: 100 }), 413, 'attachment_too_large', 'y.bin');
+    // a part longer than the length it declared is a 400, even at the limit
+    const lie = mpBody(B, { _attachments: { 'y.bin': { follows: true, length: 10 } } }, [{ data: past }]);
+    eq((await send('PUT', DB + '/ml5', [lie], h, { chunked: true })).status, 400);
+    for (const id of ['ml2', 'ml4', 'ml5']) isErr(await get('/' + id), 404, 'not_found');
+  } finally {
+    await req('DELETE', cfg);
+  }
+});
+
+test('streamed multipart: the JSON part is bounded by max_http_request_size, the attachments are not', async () => {
+  const small = await startDivan({ args: ['--max-request-size', '65536'] });
+  try {
+    const D = small.url + '/lim';
+    eq((await req('PUT', D)).status, 201);
+    const B = 'maxb';
+    const h = { 'Content-Type': `multipart/related; boundary="${B}"` };
+    const big = crypto.randomBytes(1 << 20); // 16x max_http_request_size, in one attachment
+    let r = await send('PUT', D + '/ok', [mpBody(B, { _attachments: { 'a.bin': { follows: true, length: big.length } } }, [{ data: big }])], h);
+    eq(r.status, 201, r.text);
+    // a plain JSON body that size is still refused
+    isErr(await req('PUT', D + '/plain', { pad: 'x'.repeat(70000) }), 413, 'too_large');
+    // and so is a JSON part past it, streamed (chunked, no Content-Length)
+    r = await send('PUT', D + '/fat', [mpBody(B, { pad: 'x'.repeat(70000), _attachments: { 'a.bin': { follows: true, length: 1 } } }, [{ data: 'a' }])], h, { chunked: true });
+    eq(r.status, 413, r.text);
+    eq(r.json.error, 'too_large');
+    // junk past the closing delimiter beyond the allowance is refused too
+    r = await send('PUT', D + '/junk', [mpBody(B, { _attachments: { 'a.bin': { follows: true, length: 1 } } }, [{ data: 'a' }]), Buffer.alloc(200000, 'j')], h, { chunked: true });
+    eq(r.status, 413, r.text);
+    isErr(await req('GET', D + '/fat'), 404, 'not_found');
+    isErr(await req('GET', D + '/junk'), 404, 'not_found');
+  } finally {
+    await small.stop();
+  }
+});
+
 test('stop', async () => {
   await srv.stop();
 });
