@@ -33,14 +33,11 @@
  * document bodies (h_doc.c, h_bulk.c), how the bytes are stored
  * (store/att.c).
  */
-#include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 
 #include "http/auth.h"
 #include "http/hparse.h"
@@ -250,67 +247,11 @@ static int accepts_gzip(hreq *r) {
 
 /* ---- response headers ---------------------------------------------------- */
 
-/* couch_util:url_encode: letters, digits and _ . - : stay, all else %XX. */
-static void url_enc(dv_buf *b, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-        c == '-' || c == ':')
-      buf_putc(b, c);
-    else
-      buf_printf(b, "%%%02X", c);
-  }
-}
-
-/* host:port this connection came in on, for a request without Host. */
-static void local_addr(hreq *r, dv_buf *b) {
-  const union MHD_ConnectionInfo *ci =
-      r->conn ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof ss;
-  char host[INET6_ADDRSTRLEN];
-  if (ci && !getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl)) {
-    if (ss.ss_family == AF_INET) {
-      const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-      if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host)) {
-        buf_printf(b, "%s:%u", host, (unsigned)ntohs(a->sin_port));
-        return;
-      }
-    } else if (ss.ss_family == AF_INET6) {
-      const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-      if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host)) {
-        buf_printf(b, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
-        return;
-      }
-    }
-  }
-  buf_puts(b, "localhost");
-}
-
-/* The host the client addressed (couch_httpd:host_for_request). */
-static void req_host(hreq *r, dv_buf *b) {
-  const char *host = hreq_hdr(r, "X-Forwarded-Host");
-  if (!host) host = hreq_hdr(r, "Host");
-  if (host) buf_puts(b, host);
-  else local_addr(r, b);
-}
-
 /* Location: /{db}/{docid}/{attname} made absolute (chttpd:absolute_uri). */
 static void set_location(hreq *r, const char *name, size_t n) {
-  dv_buf b;
-  buf_init(&b);
-  const char *ssl = hreq_hdr(r, "X-Forwarded-Ssl"), *proto = hreq_hdr(r, "X-Forwarded-Proto");
-  int https = (ssl && !strcmp(ssl, "on")) || (proto && !strcmp(proto, "https"));
-  buf_puts(&b, https ? "https://" : "http://");
-  req_host(r, &b);
-  buf_putc(&b, '/');
-  buf_puts(&b, r->db_name);
-  buf_putc(&b, '/');
-  url_enc(&b, r->docid, r->docid_len);
-  buf_putc(&b, '/');
-  url_enc(&b, name, n);
-  if (!buf_error(&b)) hres_header(r, "Location", (const char *)b.p);
-  buf_free(&b);
+  const char *seg[3] = {r->db_name, r->docid, name};
+  size_t len[3] = {strlen(r->db_name), r->docid_len, n};
+  hres_location(r, seg, len, 3);
 }
 
 /* {"ok":true,"id":…,"rev":…} with the ETag of the new rev. */
@@ -1209,7 +1150,7 @@ static int referer_ok(hreq *r) {
   if (at) n -= (size_t)(at + 1 - p), p = at + 1;
   dv_buf b;
   buf_init(&b);
-  req_host(r, &b);
+  hreq_host(r, &b);
   int same = !buf_error(&b) && b.len == n && !memcmp(b.p, p, n);
   buf_free(&b);
   if (same) return 0;

@@ -26,11 +26,8 @@
  * the multipart/form-data POST (h_att.c), _bulk_docs (h_bulk.c).
  */
 #include <microhttpd.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "http/auth.h"
 #include "http/hparse.h"
@@ -338,62 +335,11 @@ static void read_err(hreq *r, int rc) {
 
 /* ---- response headers ------------------------------------------------------ */
 
-/* couch_util:url_encode: letters, digits and _ . - : stay, all else %XX. */
-static void url_enc(dv_buf *b, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-        c == '-' || c == ':')
-      buf_putc(b, c);
-    else
-      buf_printf(b, "%%%02X", c);
-  }
-}
-
-/* host:port this connection came in on, for a request without Host. */
-static void local_addr(hreq *r, dv_buf *b) {
-  const union MHD_ConnectionInfo *ci =
-      r->conn ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof ss;
-  char host[INET6_ADDRSTRLEN];
-  if (ci && !getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl)) {
-    if (ss.ss_family == AF_INET) {
-      const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-      if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host)) {
-        buf_printf(b, "%s:%u", host, (unsigned)ntohs(a->sin_port));
-        return;
-      }
-    } else if (ss.ss_family == AF_INET6) {
-      const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-      if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host)) {
-        buf_printf(b, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
-        return;
-      }
-    }
-  }
-  buf_puts(b, "localhost");
-}
-
-/* Location: the document's absolute URL, as chttpd:absolute_uri builds it
- * (X-Forwarded-Host, else Host; https when X-Forwarded-Ssl: on or
- * X-Forwarded-Proto: https). */
+/* Location: the document's absolute URL (chttpd:absolute_uri). */
 static void set_location(hreq *r, const char *id, size_t n) {
-  dv_buf b;
-  buf_init(&b);
-  const char *host = hreq_hdr(r, "X-Forwarded-Host");
-  if (!host) host = hreq_hdr(r, "Host");
-  const char *ssl = hreq_hdr(r, "X-Forwarded-Ssl"), *proto = hreq_hdr(r, "X-Forwarded-Proto");
-  int https = (ssl && !strcmp(ssl, "on")) || (proto && !strcmp(proto, "https"));
-  buf_puts(&b, https ? "https://" : "http://");
-  if (host) buf_puts(&b, host);
-  else local_addr(r, &b);
-  buf_putc(&b, '/');
-  url_enc(&b, r->db_name, strlen(r->db_name));
-  buf_putc(&b, '/');
-  url_enc(&b, id, n);
-  if (!buf_error(&b)) hres_header(r, "Location", (const char *)b.p);
-  buf_free(&b);
+  const char *seg[2] = {r->db_name, id};
+  size_t len[2] = {strlen(r->db_name), n};
+  hres_location(r, seg, len, 2);
 }
 
 /* ETag: the quoted rev. */

@@ -8,11 +8,13 @@
  *
  * Not here: sending (server.c), routing (route.c).
  */
+#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "http/auth.h"
 #include "http/route.h"
@@ -214,4 +216,65 @@ void hres_raw(hreq *r, int status, const char *ctype, const void *p, size_t n) {
   buf_append(&r->out, p, n);
   r->status = status;
   r->ctype = arena_strndup(&r->a, ctype, strlen(ctype));
+}
+
+/* ---- absolute URLs (chttpd:absolute_uri) --------------------------------------- */
+
+/* couch_util:url_encode: letters, digits and _ . - : stay, all else %XX. */
+static void url_enc(dv_buf *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+        c == '-' || c == ':')
+      buf_putc(b, c);
+    else
+      buf_printf(b, "%%%02X", c);
+  }
+}
+
+/* host:port this connection came in on, for a request without Host. */
+static void local_addr(hreq *r, dv_buf *b) {
+  const union MHD_ConnectionInfo *ci =
+      r->conn ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[INET6_ADDRSTRLEN];
+  if (ci && !getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl)) {
+    if (ss.ss_family == AF_INET) {
+      const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+      if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host)) {
+        buf_printf(b, "%s:%u", host, (unsigned)ntohs(a->sin_port));
+        return;
+      }
+    } else if (ss.ss_family == AF_INET6) {
+      const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+      if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host)) {
+        buf_printf(b, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
+        return;
+      }
+    }
+  }
+  buf_puts(b, "localhost");
+}
+
+void hreq_host(hreq *r, dv_buf *b) {
+  const char *host = hreq_hdr(r, "X-Forwarded-Host");
+  if (!host) host = hreq_hdr(r, "Host");
+  if (host) buf_puts(b, host);
+  else local_addr(r, b);
+}
+
+void hres_location(hreq *r, const char *const *seg, const size_t *len, int n) {
+  dv_buf b;
+  buf_init(&b);
+  const char *ssl = hreq_hdr(r, "X-Forwarded-Ssl"), *proto = hreq_hdr(r, "X-Forwarded-Proto");
+  int https = (ssl && !strcmp(ssl, "on")) || (proto && !strcmp(proto, "https"));
+  buf_puts(&b, https ? "https://" : "http://");
+  hreq_host(r, &b);
+  for (int i = 0; i < n; i++) {
+    buf_putc(&b, '/');
+    url_enc(&b, seg[i], len[i]);
+  }
+  if (!buf_error(&b)) hres_header(r, "Location", (const char *)b.p);
+  buf_free(&b);
 }

@@ -172,6 +172,13 @@ void hres_errf(hreq *r, int status, const char *error, const char *fmt, ...)
 void hres_method(hreq *r, const char *allowed);
 /* Add a response header (both strings copied into r->a). */
 void hres_header(hreq *r, const char *name, const char *val);
+/* The host the client addressed (couch_httpd:host_for_request):
+ * X-Forwarded-Host, else Host, else the socket's own address. */
+void hreq_host(hreq *r, dv_buf *b);
+/* Location: scheme://host/seg0/seg1/… with each segment url-encoded as
+ * couch_util:url_encode (https when X-Forwarded-Ssl: on or
+ * X-Forwarded-Proto: https), as chttpd:absolute_uri builds it. */
+void hres_location(hreq *r, const char *const *seg, const size_t *len, int n);
 /* A non-JSON body. */
 void hres_raw(hreq *r, int status, const char *ctype, const void *p, size_t n);
 
