@@ -280,19 +280,6 @@ static void send_written(hreq *r, int status, const store_rev *rev) {
   buf_free(&rb);
 }
 
-/* If-None-Match holds this ETag (couch_httpd:etag_match). */
-static int etag_match(hreq *r, const char *etag) {
-  const char *h = hreq_hdr(r, "If-None-Match");
-  size_t en = strlen(etag);
-  while (h && *h) {
-    while (*h == ',' || *h == ' ') h++;
-    size_t k = strcspn(h, ", ");
-    if (k && k == en && !memcmp(h, etag, k)) return 1;
-    h += k;
-  }
-  return 0;
-}
-
 /* ---- edits --------------------------------------------------------------- */
 
 /* The edit of a document revision as it stands (doc from store_doc_get, or
@@ -838,7 +825,7 @@ static void att_get(hreq *r) {
   dv_b64_encode(a->md5, 16, 0, md5b);
   snprintf(etag, sizeof etag, "\"%s\"", md5b);
   hres_header(r, "ETag", etag);
-  if (etag_match(r, etag)) {
+  if (hreq_etag_match(r, etag)) {
     hres_raw(r, 304, type ? type : "application/octet-stream", "", 0);
     return;
   }

@@ -370,20 +370,6 @@ static void send_written(hreq *r, int status, const char *id, size_t n, const ch
   if (loc) set_location(r, id, n);
 }
 
-/* If-None-Match holds this ETag (couch_httpd:etag_match splits the header
- * on commas and spaces). */
-static int etag_match(hreq *r, const char *etag) {
-  const char *h = hreq_hdr(r, "If-None-Match");
-  size_t en = strlen(etag);
-  while (h && *h) {
-    while (*h == ',' || *h == ' ') h++;
-    size_t k = strcspn(h, ", ");
-    if (k && k == en && !memcmp(h, etag, k)) return 1;
-    h += k;
-  }
-  return 0;
-}
-
 /* Answer a document read: 200 with the ETag, or 304 when the client holds
  * it. As CouchDB, no ETag goes with a document that carries meta fields
  * (_revs_info, _conflicts, _deleted_conflicts, _local_seq). With
@@ -398,7 +384,7 @@ static void send_doc_atts(hreq *r, const json_val *doc, const store_att *send, s
     dv_buf b;
     buf_init(&b);
     buf_printf(&b, "\"%s\"", rev ? rev : "");
-    int hit = !buf_error(&b) && etag_match(r, (const char *)b.p);
+    int hit = !buf_error(&b) && hreq_etag_match(r, (const char *)b.p);
     buf_free(&b);
     if (rev) set_etag(r, rev);
     if (hit) {

@@ -278,3 +278,17 @@ void hres_location(hreq *r, const char *const *seg, const size_t *len, int n) {
   if (!buf_error(&b)) hres_header(r, "Location", (const char *)b.p);
   buf_free(&b);
 }
+
+/* If-None-Match holds this ETag (couch_httpd:etag_match splits the header
+ * on commas and spaces). */
+int hreq_etag_match(hreq *r, const char *etag) {
+  const char *h = hreq_hdr(r, "If-None-Match");
+  size_t en = strlen(etag);
+  while (h && *h) {
+    while (*h == ',' || *h == ' ') h++;
+    size_t k = strcspn(h, ", ");
+    if (k && k == en && !memcmp(h, etag, k)) return 1;
+    h += k;
+  }
+  return 0;
+}

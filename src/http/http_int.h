@@ -179,6 +179,9 @@ void hreq_host(hreq *r, dv_buf *b);
  * couch_util:url_encode (https when X-Forwarded-Ssl: on or
  * X-Forwarded-Proto: https), as chttpd:absolute_uri builds it. */
 void hres_location(hreq *r, const char *const *seg, const size_t *len, int n);
+/* 1 when If-None-Match holds this ETag (couch_httpd:etag_match: the header
+ * split on commas and spaces). */
+int hreq_etag_match(hreq *r, const char *etag);
 /* A non-JSON body. */
 void hres_raw(hreq *r, int status, const char *ctype, const void *p, size_t n);
 
