@@ -22,83 +22,20 @@
 //   ATT1G_URL=http://127.0.0.1:5984 ATT1G_PID=1234   an already running server
 //                                     (URL credentials become Basic auth)
 'use strict';
-const { spawn } = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
 const http = require('http');
-const os = require('os');
-const path = require('path');
+const { log, fmt, makeTmp, basicAuth, stopProc, startDivan, died, client, rssKiB, sampler, table } = require('./lib');
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const TOTAL = Number(process.env.ATT1G_BYTES || 2 ** 30);
 const MAX_RSS_MIB = Number(process.env.ATT1G_MAX_RSS_MIB || 128);
 const CHUNKED = process.env.ATT1G_CHUNKED === '1';
 const CHUNK = 1 << 20; // bytes made and written per step
-const TMP = fs.mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), 'divan-att1g-'));
+const TMP = makeTmp('divan-att1g-');
 
-const log = (s) => process.stdout.write(s + '\n');
-const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en', { minimumFractionDigits: d, maximumFractionDigits: d }) : '—');
-
-function stopProc(proc) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode ?? proc.signalCode);
-  return new Promise((res) => {
-    const t = setTimeout(() => { try { process.kill(proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }, 5000);
-    proc.on('exit', (c, s) => { clearTimeout(t); res(c ?? s); });
-    try { process.kill(proc.pid, 'SIGTERM'); } catch (e) { clearTimeout(t); res(null); }
-  });
-}
-
-async function startDivan() {
-  const bin = process.env.DIVAN_BIN ? path.resolve(process.env.DIVAN_BIN) : path.join(ROOT, 'divan');
-  if (!fs.existsSync(bin)) throw new Error(bin + ' not found (make, or set DIVAN_BIN)');
-  const dir = path.join(TMP, 'divan');
-  fs.mkdirSync(dir);
-  const env = Object.assign({}, process.env, { DIVAN_ADMIN: 'bench:benchpass' });
-  const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0', ...(process.env.DIVAN_ARGS ? process.env.DIVAN_ARGS.split(' ') : [])], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  let out = '', err = '';
-  proc.stderr.on('data', (d) => { err += d; if (err.length > 65536) err = err.slice(-32768); });
-  const url = await new Promise((res, rej) => {
-    const t = setTimeout(() => rej(new Error('divan did not start: ' + out + err)), 15000);
-    proc.on('exit', (c, s) => { clearTimeout(t); rej(new Error(`divan exited (${c ?? s}): ${out}${err}`)); });
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s/]+:\d+)\//.exec(out);
-      if (m) { clearTimeout(t); proc.removeAllListeners('exit'); res(m[1]); }
-    });
-  });
-  proc.stdout.resume();
-  return { url, proc, pid: proc.pid, stderr: () => err, auth: 'Basic ' + Buffer.from('bench:benchpass').toString('base64') };
-}
-
-function rssKiB(pid) {
-  try {
-    const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : 0;
-  } catch (e) { return 0; }
-}
-function sampler(pid) {
-  let peak = rssKiB(pid);
-  const iv = setInterval(() => { peak = Math.max(peak, rssKiB(pid)); }, 100);
-  return () => { clearInterval(iv); return Math.max(peak, rssKiB(pid)) / 1024; };
-}
-
-// A request whose answer is small (JSON): resolves { status, headers, text }.
-function small(s, method, p, body, headers = {}) {
-  return new Promise((resolve, reject) => {
-    const u = new URL(s.url + p);
-    const h = Object.assign(s.auth ? { Authorization: s.auth } : {}, headers);
-    if (body !== undefined) { h['Content-Type'] = h['Content-Type'] || 'application/json'; h['Content-Length'] = Buffer.byteLength(body); }
-    const r = http.request({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: h, agent: false }, (res) => {
-      const c = [];
-      res.on('data', (d) => c.push(d));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(c).toString('utf8') }));
-      res.on('error', reject);
-    });
-    r.on('error', reject);
-    if (body !== undefined) r.write(body);
-    r.end();
-  });
-}
+// A connection per request; answers kept as text, the download's only when
+// it is short (an error).
+const web = client();
 
 // Stream TOTAL pseudo-random bytes as the body of a PUT; resolves with the
 // answer and the MD5 of what was sent.
@@ -106,7 +43,7 @@ function upload(s, p) {
   return new Promise((resolve, reject) => {
     const u = new URL(s.url + p);
     const headers = { 'Content-Type': 'application/octet-stream' };
-    if (s.auth) headers.Authorization = s.auth;
+    if (u.username) headers.Authorization = basicAuth(u);
     if (!CHUNKED) headers['Content-Length'] = TOTAL;
     const cipher = crypto.createCipheriv('aes-128-ctr', crypto.randomBytes(16), crypto.randomBytes(16));
     const zeros = Buffer.alloc(CHUNK);
@@ -136,50 +73,35 @@ function upload(s, p) {
   });
 }
 
-// GET p, hashing the body as it arrives: { status, bytes, md5, text (errors) }.
-function download(s, p) {
-  return new Promise((resolve, reject) => {
-    const u = new URL(s.url + p);
-    const r = http.get({ hostname: u.hostname, port: u.port, path: u.pathname, headers: s.auth ? { Authorization: s.auth } : {}, agent: false }, (res) => {
-      const h = crypto.createHash('md5');
-      let bytes = 0;
-      const head = [];
-      res.on('data', (d) => { bytes += d.length; h.update(d); if (bytes <= 4096) head.push(d); });
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, bytes, md5: h.digest('hex'), text: Buffer.concat(head).toString('utf8') }));
-      res.on('error', reject);
-    });
-    r.on('error', reject);
-  });
-}
-
 async function main() {
   let srv = null;
   let failed = [];
   try {
     if (process.env.ATT1G_URL) {
+      // its origin, with the URL's credentials if any
       const u = new URL(process.env.ATT1G_URL);
-      const auth = u.username ? 'Basic ' + Buffer.from(decodeURIComponent(u.username) + ':' + decodeURIComponent(u.password)).toString('base64') : undefined;
-      srv = { url: u.origin, pid: Number(process.env.ATT1G_PID || 0), auth, proc: null, stderr: () => '' };
-      await small(srv, 'DELETE', '/att1g');
+      const creds = u.username ? `${u.username}:${u.password}@` : '';
+      srv = { url: `${u.protocol}//${creds}${u.host}`, base: u.origin, pid: Number(process.env.ATT1G_PID || 0), proc: null, stderr: () => '' };
+      await web.request(srv.url, 'DELETE', '/att1g');
     } else {
-      srv = await startDivan();
+      srv = await startDivan(TMP);
     }
-    log(`att1g: ${srv.proc ? "divan" : "server"} ${srv.url} (pid ${srv.pid}), ${fmt(TOTAL)} bytes (${fmt(TOTAL / 2 ** 20)} MiB)` +
+    log(`att1g: ${srv.proc ? "divan" : "server"} ${srv.base} (pid ${srv.pid}), ${fmt(TOTAL)} bytes (${fmt(TOTAL / 2 ** 20)} MiB)` +
         `${CHUNKED ? ', chunked' : ', Content-Length'}; RSS limit ${MAX_RSS_MIB} MiB; idle rss ${fmt(rssKiB(srv.pid) / 1024, 1)} MiB`);
-    const c = await small(srv, 'PUT', '/att1g');
+    const c = await web.request(srv.url, 'PUT', '/att1g');
     if (c.status !== 201) throw new Error(`PUT /att1g: ${c.status} ${c.text}`);
 
     let stop = sampler(srv.pid);
     let t0 = process.hrtime.bigint();
     const up = await upload(srv, '/att1g/big/blob.bin');
     const upSecs = Number(process.hrtime.bigint() - t0) / 1e9;
-    const upRss = stop();
+    const upRss = stop().rssMiB;
     log(`upload:   ${up.status} ${up.text.trim().slice(0, 200)}`);
     log(`upload:   ${fmt(up.sent)} bytes in ${fmt(upSecs, 2)} s = ${fmt(up.sent / 1e6 / upSecs, 1)} MB/s, peak server rss ${fmt(upRss, 1)} MiB, md5 ${up.md5}`);
     if (up.status !== 201) throw new Error(`PUT /att1g/big/blob.bin: ${up.status} ${up.text} (after ${up.sent} of ${TOTAL} bytes)`);
     if (upRss >= MAX_RSS_MIB) failed.push(`upload peak RSS ${fmt(upRss, 1)} MiB ≥ ${MAX_RSS_MIB} MiB`);
 
-    const d = await small(srv, 'GET', '/att1g/big');
+    const d = await web.request(srv.url, 'GET', '/att1g/big');
     const stub = d.status === 200 ? (JSON.parse(d.text)._attachments || {})['blob.bin'] : null;
     const want = 'md5-' + Buffer.from(up.md5, 'hex').toString('base64');
     log(`stub:     ${d.status} ${JSON.stringify(stub)}`);
@@ -187,21 +109,21 @@ async function main() {
 
     stop = sampler(srv.pid);
     t0 = process.hrtime.bigint();
-    const down = await download(srv, '/att1g/big/blob.bin');
+    const down = await web.request(srv.url, 'GET', '/att1g/big/blob.bin', undefined, { md5: true, keep: 4096 });
     const downSecs = Number(process.hrtime.bigint() - t0) / 1e9;
-    const downRss = stop();
+    const downRss = stop().rssMiB;
     log(`download: ${down.status} ${fmt(down.bytes)} bytes in ${fmt(downSecs, 2)} s = ${fmt(down.bytes / 1e6 / downSecs, 1)} MB/s, ` +
         `peak server rss ${fmt(downRss, 1)} MiB, md5 ${down.md5}`);
-    if (down.status !== 200) failed.push(`GET /att1g/big/blob.bin: ${down.status} ${down.text.slice(0, 300)}`);
+    if (down.status !== 200) failed.push(`GET /att1g/big/blob.bin: ${down.status} ${down.text === null ? `(${down.bytes} bytes)` : down.text.slice(0, 300)}`);
     else if (down.bytes !== TOTAL || down.md5 !== up.md5) failed.push(`download differs: ${down.bytes} bytes md5 ${down.md5}, sent ${TOTAL} md5 ${up.md5}`);
     if (downRss >= MAX_RSS_MIB) failed.push(`download peak RSS ${fmt(downRss, 1)} MiB ≥ ${MAX_RSS_MIB} MiB`);
 
     log('');
-    log('| 1 GiB attachment | MB/s | peak server RSS |');
-    log('|---|---:|---:|');
-    log(`| upload (PUT, ${CHUNKED ? 'chunked' : 'Content-Length'}) | ${fmt(up.sent / 1e6 / upSecs, 1)} | ${fmt(upRss, 1)} MiB |`);
-    log(`| download (GET) | ${fmt(down.bytes / 1e6 / downSecs, 1)} | ${fmt(downRss, 1)} MiB |`);
-    if (srv.proc && (srv.proc.exitCode !== null || srv.proc.signalCode !== null)) failed.push('divan died: ' + srv.stderr().slice(-2000));
+    table(['1 GiB attachment', 'MB/s', 'peak server RSS'], 'lrr', [
+      [`upload (PUT, ${CHUNKED ? 'chunked' : 'Content-Length'})`, fmt(up.sent / 1e6 / upSecs, 1), `${fmt(upRss, 1)} MiB`],
+      ['download (GET)', fmt(down.bytes / 1e6 / downSecs, 1), `${fmt(downRss, 1)} MiB`],
+    ]);
+    if (died(srv)) failed.push('divan died: ' + srv.stderr().slice(-2000));
   } catch (e) {
     failed.push(String(e && e.stack || e));
   } finally {

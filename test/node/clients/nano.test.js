@@ -7,25 +7,10 @@
 //   DIVAN_BIN=build/clients/divan node test/node/clients/nano.test.js
 //   DIVAN_URL=http://127.0.0.1:5984 node ...   (an already running server)
 'use strict';
-const fs = require('fs');
-const path = require('path');
 const Nano = require('nano');
-const { test, run, eq, ok, assert } = require('../lib/t');
-const { startDivan } = require('../lib/divan');
+const { test, eq, ok, assert } = require('../lib/t');
+const { runFile } = require('../lib/divan');
 
-// Never leave the server behind: a crash or a hang ends it and the file
-// (the whole file must end well inside the runner's budget).
-function bail(why) {
-  console.log('FAIL ' + path.basename(__filename) + ': ' + why);
-  if (srv) srv.proc.kill('SIGKILL');
-  process.exit(1);
-}
-const watchdog = setTimeout(() => bail('still running after 60 s'), 60000);
-watchdog.unref();
-process.on('uncaughtException', (e) => bail(String(e && e.stack || e)));
-process.on('unhandledRejection', (e) => bail(String(e && e.stack || e)));
-
-let srv = null;  // the divan under test (null with DIVAN_URL)
 let nano = null; // the nano client
 const DB = 'nano-crud';
 const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
@@ -274,19 +259,6 @@ test('nano.db.destroy drops the database', async () => {
   ok(!(await nano.db.list()).includes(DB), 'gone from _all_dbs');
 });
 
-(async () => {
-  let base;
-  if (process.env.DIVAN_URL) base = process.env.DIVAN_URL.replace(/\/$/, '');
-  else { srv = await startDivan(); base = srv.url; }
-  nano = Nano(base);
-  try {
-    await run();
-  } finally {
-    if (srv) {
-      // A server that does not exit 0 on SIGTERM (a sanitizer report, a crash) fails the file.
-      await srv.stop().catch((e) => { console.log('FAIL ' + path.basename(__filename) + ': ' + e.message); process.exitCode = 1; });
-      fs.rmSync(srv.dataDir, { recursive: true, force: true });
-    }
-  }
-  process.exit(process.exitCode || 0);
-})();
+// A crash or a hang ends the server and the file (the whole file must end
+// well inside the runner's budget).
+runFile(__filename, { seconds: 60, started: (s) => { nano = Nano(s.base); } });

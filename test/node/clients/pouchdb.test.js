@@ -14,28 +14,14 @@
 //   DIVAN_BIN=build/clients/divan node test/node/clients/pouchdb.test.js
 //   DIVAN_URL=http://127.0.0.1:5984 node ...   (an already running server)
 'use strict';
-const fs = require('fs');
-const path = require('path');
 const crypto = require('crypto');
 const PouchDB = require('pouchdb').plugin(require('pouchdb-adapter-memory'));
-const { test, run, req, eq, ok, assert } = require('../lib/t');
-const { startDivan } = require('../lib/divan');
+const { test, req, eq, ok, leaves, pouchLeaves } = require('../lib/t');
+const { runFile } = require('../lib/divan');
 
 const N_BRANCHED = 1000; // documents written as explicit revision branches
 const N_PLAIN = 200;     // documents written with server-made revisions
 const WAIT_MS = 20000;   // how long a live change may take to arrive
-
-// Never leave the server behind: a crash or a hang ends it and the file
-// (the whole file must end well inside the runner's budget).
-function bail(why) {
-  console.log('FAIL ' + path.basename(__filename) + ': ' + why);
-  if (srv) srv.proc.kill('SIGKILL');
-  process.exit(1);
-}
-const watchdog = setTimeout(() => bail('still running after 85 s'), 85000);
-watchdog.unref();
-process.on('uncaughtException', (e) => bail(String(e && e.stack || e)));
-process.on('unhandledRejection', (e) => bail(String(e && e.stack || e)));
 
 let srv = null;  // the divan under test (null with DIVAN_URL)
 let base = '';   // its URL, no trailing slash
@@ -70,10 +56,7 @@ async function until(what, fn) {
   throw new Error('timed out waiting for ' + what + ' (last: ' + (last && last.stack || JSON.stringify(last)) + ')');
 }
 
-async function jreq(method, path, body, headers) {
-  const r = await req(method, base + path, body, headers);
-  return r;
-}
+const jreq = (method, p, body, headers) => req(method, base + p, body, headers);
 
 // One leaf in a comparable form: its rev, deleted flag, history and body.
 function leaf(doc) {
@@ -83,21 +66,10 @@ function leaf(doc) {
   }
   return { rev: doc._rev, deleted: !!doc._deleted, revisions: doc._revisions, body };
 }
-const byRev = (a, b) => (a.rev < b.rev ? -1 : a.rev > b.rev ? 1 : 0);
 
-// Every leaf of id in divan database db.
-async function divanTree(db, id) {
-  const r = await jreq('GET', '/' + db + '/' + encodeURIComponent(id) + '?open_revs=all&revs=true', null, { Accept: 'application/json' });
-  assert.strictEqual(r.status, 200, `GET ${db}/${id}?open_revs=all: ${r.status} ${r.text}`);
-  ok(Array.isArray(r.json), 'open_revs=all answers an array: ' + r.text);
-  return r.json.map((x) => { ok(x.ok, `${db}/${id}: leaf without ok: ${JSON.stringify(x)}`); return leaf(x.ok); }).sort(byRev);
-}
-
-// Every leaf of id in PouchDB database pdb.
-async function pouchTree(pdb, id) {
-  const res = await pdb.get(id, { open_revs: 'all', revs: true });
-  return res.map((x) => { ok(x.ok, `pouch ${id}: leaf without ok: ${JSON.stringify(x)}`); return leaf(x.ok); }).sort(byRev);
-}
+// Every leaf of id in divan database db, and in PouchDB database pdb.
+const divanTree = async (db, id) => (await leaves(base, db, id)).map(leaf);
+const pouchTree = async (pdb, id) => (await pouchLeaves(pdb, id)).map(leaf);
 
 // All ids a database has ever held (live and deleted), from its changes.
 async function divanIds(db) {
@@ -330,20 +302,10 @@ test('divan is still healthy after the live feed was cancelled', async () => {
   if (srv) ok(srv.proc.exitCode === null, 'server alive');
 });
 
-(async () => {
-  const t0 = Date.now();
-  if (process.env.DIVAN_URL) base = process.env.DIVAN_URL.replace(/\/$/, '');
-  else { srv = await startDivan(); base = srv.url; }
-  try {
-    await run();
-  } finally {
-    if (local) await local.destroy().catch(() => {});
-    if (srv) {
-      // A server that does not exit 0 on SIGTERM (a sanitizer report, a crash) fails the file.
-      await srv.stop().catch((e) => { console.log('FAIL ' + path.basename(__filename) + ': ' + e.message); process.exitCode = 1; });
-      fs.rmSync(srv.dataDir, { recursive: true, force: true });
-    }
-  }
-  if (process.env.T_VERBOSE) console.log(`pouchdb.test.js: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  process.exit(process.exitCode || 0);
-})();
+// A crash or a hang ends the server and the file (the whole file must end
+// well inside the runner's budget).
+runFile(__filename, {
+  seconds: 85,
+  started: (s) => { srv = s.srv; base = s.base; },
+  finished: async () => { if (local) await local.destroy().catch(() => {}); },
+});

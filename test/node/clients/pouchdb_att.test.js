@@ -27,25 +27,13 @@
 //   ATT_LAX=1 DIVAN_URL=http://127.0.0.1:5985 node ...   against pouchdb-server
 'use strict';
 const fs = require('fs');
-const http = require('http');
 const os = require('os');
 const path = require('path');
 const zlib = require('zlib');
 const crypto = require('crypto');
 const PouchDB = require('pouchdb').plugin(require('pouchdb-adapter-memory'));
-const { test, run, req, basicAuth, eq, ok, assert } = require('../lib/t');
-const { startDivan } = require('../lib/divan');
-
-// Never leave the server behind: a crash or a hang ends it and the file.
-function bail(why) {
-  console.log('FAIL ' + path.basename(__filename) + ': ' + why);
-  if (srv) srv.proc.kill('SIGKILL');
-  process.exit(1);
-}
-const watchdog = setTimeout(() => bail('still running after 150 s'), 150000);
-watchdog.unref();
-process.on('uncaughtException', (e) => bail(String(e && e.stack || e)));
-process.on('unhandledRejection', (e) => bail(String(e && e.stack || e)));
+const { test, req, send, basicAuth, eq, ok, assert, leaves, pouchLeaves } = require('../lib/t');
+const { runFile } = require('../lib/divan');
 
 let srv = null;   // the divan under test (null with DIVAN_URL)
 let base = '';    // its URL with credentials, no trailing slash
@@ -84,39 +72,19 @@ function remoteDb() {
   });
 }
 
-// A raw request whose body is kept as bytes: { status, headers, body }.
+// A raw request (body: a Buffer, sent with its length) whose answer is kept
+// as bytes too: { status, headers, body }.
 function bin(method, p, headers = {}, body) {
   const u = new URL(base + p);
-  const h = Object.assign({}, headers);
-  if (u.username) h.Authorization = basicAuth(u);
+  const h = Object.assign(u.username ? { Authorization: basicAuth(u) } : {}, headers);
   if (body !== undefined) h['Content-Length'] = body.length;
-  return new Promise((resolve, reject) => {
-    const r = http.request({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: h, agent: false }, (res) => {
-      const c = [];
-      res.on('data', (d) => c.push(d));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(c) }));
-      res.on('error', reject);
-    });
-    r.setTimeout(30000, () => r.destroy(new Error(`${method} ${p}: no answer in 30 s`)));
-    r.on('error', reject);
-    if (body !== undefined) r.write(body);
-    r.end();
-  });
+  return send({ method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: h }, body, 30000);
 }
 const jreq = (method, p, body, headers) => req(method, base + p, body, headers);
 const attPath = (id, name) => '/' + DB + '/' + encodeURIComponent(id) + '/' + name.split('/').map(encodeURIComponent).join('/');
 
 // Every leaf of id on divan, with attachment stubs and encoding info.
-async function divanLeaves(id) {
-  const r = await jreq('GET', `/${DB}/${encodeURIComponent(id)}?open_revs=all&revs=true&att_encoding_info=true`, null, { Accept: 'application/json' });
-  eq(r.status, 200, `GET ${DB}/${id}?open_revs=all: ${r.status} ${r.text}`);
-  ok(Array.isArray(r.json), 'open_revs=all answers an array: ' + r.text);
-  return r.json.map((x) => { ok(x.ok, `${id}: leaf without ok: ${JSON.stringify(x)}`); return x.ok; }).sort((a, b) => (a._rev < b._rev ? -1 : 1));
-}
-async function pouchLeaves(pdb, id) {
-  const res = await pdb.get(id, { open_revs: 'all', revs: true });
-  return res.map((x) => { ok(x.ok, `pouch ${id}: leaf without ok: ${JSON.stringify(x)}`); return x.ok; }).sort((a, b) => (a._rev < b._rev ? -1 : 1));
-}
+const divanLeaves = (id) => leaves(base, DB, id, '&att_encoding_info=true');
 
 // The bytes of one attachment of one revision on divan, checked against its
 // stub: identity bytes without Accept-Encoding; for a gzip-stored one also
@@ -424,21 +392,13 @@ test('divan is healthy', async () => {
   if (srv) ok(srv.proc.exitCode === null, 'server alive');
 });
 
-(async () => {
-  const t0 = Date.now();
-  if (process.env.DIVAN_URL) base = process.env.DIVAN_URL.replace(/\/$/, '');
-  else { srv = await startDivan(); base = srv.url; }
-  try {
-    await run();
-  } finally {
+// A crash or a hang ends the server and the file.
+runFile(__filename, {
+  seconds: 150,
+  started: (s) => { srv = s.srv; base = s.base; },
+  finished: async () => {
     if (local) await local.destroy().catch(() => {});
     if (second) await second.destroy().catch(() => {});
     if (levelDir) fs.rmSync(levelDir, { recursive: true, force: true });
-    if (srv) {
-      await srv.stop().catch((e) => { console.log('FAIL ' + path.basename(__filename) + ': ' + e.message); process.exitCode = 1; });
-      fs.rmSync(srv.dataDir, { recursive: true, force: true });
-    }
-  }
-  if (process.env.T_VERBOSE) console.log(`pouchdb_att.test.js: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  process.exit(process.exitCode || 0);
-})();
+  },
+});

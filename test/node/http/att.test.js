@@ -14,10 +14,9 @@
 const crypto = require('crypto');
 const fs = require('fs');
 const http = require('http');
-const net = require('net');
 const zlib = require('zlib');
 const { startDivan } = require('../lib/divan');
-const { test, run, req, eq, ok, isErr, basicAuth } = require('../lib/t');
+const { test, run, req, eq, ok, isErr, basicAuth, rawSocket, statusOf } = require('../lib/t');
 
 let srv, U, DB;
 const REV = /^\d+-[0-9a-f]{32}$/;
@@ -67,20 +66,6 @@ const cfg = (section, key, value) => value === null
   ? req('DELETE', U + `/_node/_local/_config/${section}/${key}`)
   : req('PUT', U + `/_node/_local/_config/${section}/${key}`, JSON.stringify(value));
 
-// Send raw bytes; resolve with everything the server answered (until it
-// closes, or ms of silence).
-function rawSocket(bytes, ms = 3000) {
-  return new Promise((resolve) => {
-    const s = net.connect(srv.port, '127.0.0.1');
-    let got = '';
-    const t = setTimeout(() => { s.destroy(); resolve(got); }, ms);
-    s.on('data', (d) => { got += d; });
-    s.on('error', () => {});
-    s.on('close', () => { clearTimeout(t); resolve(got); });
-    s.write(bytes);
-  });
-}
-const statusOf = (text) => Number((/^HTTP\/1\.[01] (\d{3})/.exec(text) || [])[1]);
 
 // A document holding one attachment; returns its rev.
 async function mkAtt(id, name, data, type = 'application/octet-stream', h = {}) {
@@ -529,10 +514,10 @@ test('a Content-Length past the limit is refused before the body is sent', async
   eq((await cfg('couchdb', 'max_attachment_size', '1000')).status, 200);
   try {
     const auth = basicAuth(new URL(U));
-    const ans = await rawSocket(`PUT /att/l7/huge.bin HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 1001\r\n\r\n`, 2000);
+    const ans = await rawSocket(srv.port, `PUT /att/l7/huge.bin HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 1001\r\n\r\n`, 2000);
     eq(statusOf(ans), 413, ans);
     ok(ans.includes('"attachment_too_large"') && ans.includes('"huge.bin"'), ans);
-    const hugeCl = await rawSocket(`PUT /att/l7/huge.bin HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 99999999999999\r\n\r\n`, 2000);
+    const hugeCl = await rawSocket(srv.port, `PUT /att/l7/huge.bin HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 99999999999999\r\n\r\n`, 2000);
     eq(statusOf(hugeCl), 413, hugeCl);
   } finally {
     eq((await cfg('couchdb', 'max_attachment_size', null)).status, 200);
@@ -540,17 +525,17 @@ test('a Content-Length past the limit is refused before the body is sent', async
   // the default (1 GiB) is not max_http_request_size: a body past 64 MiB is
   // not refused by its Content-Length
   const auth = basicAuth(new URL(U));
-  const ans = await rawSocket(`PUT /att/l8/big.bin HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: ${100 << 20}\r\nExpect: 100-continue\r\n\r\n`, 1000);
+  const ans = await rawSocket(srv.port, `PUT /att/l8/big.bin HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: ${100 << 20}\r\nExpect: 100-continue\r\n\r\n`, 1000);
   eq(statusOf(ans), 100, ans);
 });
 
 test('Expect: 100-continue is honoured; another Expect is 417', async () => {
   const auth = basicAuth(new URL(U));
-  const ans = await rawSocket(`PUT /att/e1/a.txt HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\nhello`);
+  const ans = await rawSocket(srv.port, `PUT /att/e1/a.txt HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\nhello`);
   ok(/^HTTP\/1\.1 100/.test(ans), ans);
   ok(/HTTP\/1\.1 201/.test(ans), ans);
   eq((await get('/e1/a.txt')).text, 'hello');
-  const bad = await rawSocket(`PUT /att/e2/a.txt HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 5\r\nExpect: something\r\nConnection: close\r\n\r\n`);
+  const bad = await rawSocket(srv.port, `PUT /att/e2/a.txt HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 5\r\nExpect: something\r\nConnection: close\r\n\r\n`);
   eq(statusOf(bad), 417, bad);
 });
 

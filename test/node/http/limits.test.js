@@ -5,27 +5,13 @@
 // and kill -9 never losing an answered write.
 'use strict';
 const net = require('net');
-const { test, run, req, eq, ok, isErr } = require('../lib/t');
+const { test, run, req, eq, ok, isErr, rawSocket, statusOf } = require('../lib/t');
 const { startDivan } = require('../lib/divan');
 
 const MAX = 100000; // --max-request-size for this suite
 let srv, U;
 const J = { 'Content-Type': 'application/json' };
 
-// Send raw bytes, resolve with what the server answered before closing (or
-// after ms of silence).
-function raw(port, bytes, ms = 2000) {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    let got = '';
-    const t = setTimeout(() => { s.destroy(); resolve(got); }, ms);
-    s.on('data', (d) => { got += d; });
-    s.on('error', () => {});
-    s.on('close', () => { clearTimeout(t); resolve(got); });
-    s.write(bytes);
-  });
-}
-const status = (text) => Number((/^HTTP\/1\.[01] (\d{3})/.exec(text) || [])[1]);
 
 test('start', async () => {
   srv = await startDivan({ args: ['--max-request-size', String(MAX), '--idle-timeout', '2', '--threads', '4'] });
@@ -56,15 +42,15 @@ test('past the limit with chunked encoding: 413', async () => {
 });
 
 test('a huge declared Content-Length is refused before reading', async () => {
-  const got = await raw(srv.port, 'PUT /db/huge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{');
-  eq(status(got), 413);
+  const got = await rawSocket(srv.port, 'PUT /db/huge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{');
+  eq(statusOf(got), 413);
   ok(got.includes('too_large'));
 });
 
 test('headers past 64 KB: 431; a URL past it: 414', async () => {
   const big = 'a'.repeat(100 * 1024);
-  eq(status(await raw(srv.port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${big}\r\n\r\n`)), 431);
-  eq(status(await raw(srv.port, `GET /${big} HTTP/1.1\r\nHost: x\r\n\r\n`)), 414);
+  eq(statusOf(await rawSocket(srv.port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${big}\r\n\r\n`)), 431);
+  eq(statusOf(await rawSocket(srv.port, `GET /${big} HTTP/1.1\r\nHost: x\r\n\r\n`)), 414);
   const fine = 'a'.repeat(8 * 1024);
   eq((await req('GET', U + '/', undefined, { 'X-Fine': fine })).status, 200);
 });
@@ -75,7 +61,7 @@ test('Expect other than 100-continue: 417', async () => {
 
 test('Expect: 100-continue works', async () => {
   const auth = 'Basic ' + Buffer.from('admin:testpass').toString('base64');
-  const got = await raw(srv.port, `PUT /db/cont HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 7\r\n\r\n{"a":1}`, 1500);
+  const got = await rawSocket(srv.port, `PUT /db/cont HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 7\r\n\r\n{"a":1}`, 1500);
   ok(/HTTP\/1\.1 201/.test(got), got);
 });
 
@@ -114,7 +100,7 @@ test('stalled clients do not tie up the pool (4 threads, 64 stalled)', async () 
 
 test('an idle connection is closed after --idle-timeout', async () => {
   const t0 = Date.now();
-  const got = await raw(srv.port, 'GET / HTTP/1.1\r\nHost: x\r\n', 10000);
+  const got = await rawSocket(srv.port, 'GET / HTTP/1.1\r\nHost: x\r\n', 10000);
   const dt = Date.now() - t0;
   eq(got, '');
   ok(dt >= 1500 && dt < 8000, 'closed after ' + dt + ' ms');

@@ -17,11 +17,18 @@
 // nano and PouchDB all turn into Basic auth; srv.base is the same URL
 // without them, for anonymous requests. opts.env adds environment
 // variables; opts.config writes DATA/local.ini before the start.
+//
+// runFile() is the whole life of a client test file (t.js tests):
+//
+//   runFile(__filename, { seconds: 85,            // the file's budget
+//     started: ({ srv, base }) => { ... },        // srv null with DIVAN_URL
+//     finished: async () => { ... } });           // before the server stops
 'use strict';
 const { spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { run } = require('./t');
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -72,4 +79,41 @@ function startDivan(opts = {}) {
   });
 }
 
-module.exports = { startDivan, ROOT };
+// Run a test file's tests against a divan of its own, or the one at
+// DIVAN_URL (base: its URL, credentials and all, without a trailing slash).
+// Never leave the server behind: past `seconds`, on an uncaught exception or
+// an unhandled rejection the file fails at once and its server is killed
+// (SIGKILL by PID). A server that does not exit 0 on SIGTERM (a sanitizer
+// report, a crash) fails the file too. Ends the process.
+function runFile(filename, { seconds, started = () => {}, finished = async () => {} }) {
+  const name = path.basename(filename);
+  let srv = null;
+  const bail = (why) => {
+    console.log(`FAIL ${name}: ${why}`);
+    if (srv) srv.proc.kill('SIGKILL');
+    process.exit(1);
+  };
+  setTimeout(() => bail(`still running after ${seconds} s`), seconds * 1000).unref();
+  process.on('uncaughtException', (e) => bail(String(e && e.stack || e)));
+  process.on('unhandledRejection', (e) => bail(String(e && e.stack || e)));
+  (async () => {
+    const t0 = Date.now();
+    let base;
+    if (process.env.DIVAN_URL) base = process.env.DIVAN_URL.replace(/\/$/, '');
+    else { srv = await startDivan(); base = srv.url; }
+    await started({ srv, base });
+    try {
+      await run();
+    } finally {
+      await finished();
+      if (srv) {
+        await srv.stop().catch((e) => { console.log(`FAIL ${name}: ${e.message}`); process.exitCode = 1; });
+        fs.rmSync(srv.dataDir, { recursive: true, force: true });
+      }
+    }
+    if (process.env.T_VERBOSE) console.log(`${name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    process.exit(process.exitCode || 0);
+  })();
+}
+
+module.exports = { startDivan, runFile, ROOT };

@@ -10,6 +10,10 @@
 // Credentials in the URL (http://name:pw@host/…) become a Basic
 // Authorization header unless the caller gives one (an Authorization of
 // null sends none).
+//
+// leaves(base, db, id, query?) and pouchLeaves(pdb, id): every leaf of a
+// document (open_revs=all, revs=true) on the server at base and in a
+// PouchDB, sorted by rev, for replication tests to compare.
 'use strict';
 const assert = require('assert');
 const http = require('http');
@@ -41,7 +45,7 @@ function basicAuth(u) {
 }
 
 // Send one request (http.request options, body bytes or null) and resolve
-// to { status, headers, text, json }. timeoutMs (0: none) fails a request
+// to { status, headers, text, json, body } (body: the bytes, a Buffer). timeoutMs (0: none) fails a request
 // that gets no answer.
 function send(opts, data, timeoutMs = 0) {
   return new Promise((resolve, reject) => {
@@ -49,10 +53,11 @@ function send(opts, data, timeoutMs = 0) {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
+        const body = Buffer.concat(chunks);
+        const text = body.toString('utf8');
         let json;
         try { json = text.length ? JSON.parse(text) : undefined; } catch (e) { json = undefined; }
-        resolve({ status: res.statusCode, headers: res.headers, text, json });
+        resolve({ status: res.statusCode, headers: res.headers, text, json, body });
       });
       res.on('error', reject);
     });
@@ -91,4 +96,37 @@ function isErr(r, status, error, reason) {
   if (reason !== undefined) assert.strictEqual(r.json.reason, reason, 'reason: ' + r.text);
 }
 
-module.exports = { test, run, req, send, basicAuth, eq, ok, isErr, assert };
+// Every leaf of id in database db of the server at base (query: more
+// parameters, "&name=value…"), sorted by rev.
+async function leaves(base, db, id, query = '') {
+  const r = await req('GET', `${base}/${db}/${encodeURIComponent(id)}?open_revs=all&revs=true${query}`, null, { Accept: 'application/json' });
+  assert.strictEqual(r.status, 200, `GET ${db}/${id}?open_revs=all: ${r.status} ${r.text}`);
+  ok(Array.isArray(r.json), 'open_revs=all answers an array: ' + r.text);
+  return r.json.map((x) => { ok(x.ok, `${db}/${id}: leaf without ok: ${JSON.stringify(x)}`); return x.ok; }).sort(byRev);
+}
+
+// Every leaf of id in PouchDB database pdb, sorted by rev.
+async function pouchLeaves(pdb, id) {
+  const res = await pdb.get(id, { open_revs: 'all', revs: true });
+  return res.map((x) => { ok(x.ok, `pouch ${id}: leaf without ok: ${JSON.stringify(x)}`); return x.ok; }).sort(byRev);
+}
+const byRev = (a, b) => (a._rev < b._rev ? -1 : a._rev > b._rev ? 1 : 0);
+
+// Send raw bytes to 127.0.0.1:port; resolve with everything the server
+// answered before closing (or after ms of silence). For requests Node's
+// http module will not send (bad framing, huge headers).
+function rawSocket(port, bytes, ms = 2000) {
+  return new Promise((resolve) => {
+    const s = require('net').connect(port, '127.0.0.1');
+    let got = '';
+    const t = setTimeout(() => { s.destroy(); resolve(got); }, ms);
+    s.on('data', (d) => { got += d; });
+    s.on('error', () => {});
+    s.on('close', () => { clearTimeout(t); resolve(got); });
+    s.write(bytes);
+  });
+}
+// The status code of a raw HTTP/1.x answer.
+const statusOf = (text) => Number((/^HTTP\/1\.[01] (\d{3})/.exec(text) || [])[1]);
+
+module.exports = { test, run, req, send, basicAuth, eq, ok, isErr, assert, leaves, pouchLeaves, rawSocket, statusOf };
