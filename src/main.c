@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -194,12 +193,6 @@ static int first_admin(dv_config *c) {
 }
 
 static int cmd_serve(int argc, char **argv) {
-  /* A fixed mmap threshold: glibc would otherwise raise it after the first
-   * large free, and the attachment pipeline's megabyte-sized buffers would
-   * then come from the heap and stay in RSS (measured: a 1 GiB upload
-   * peaked at 151 MB of RSS without it, 94 MB with it and a 32 MB
-   * memtable). */
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0, 0, 0};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];

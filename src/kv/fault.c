@@ -114,6 +114,7 @@ static void fault_close(kv_db *db) {
 static int64_t fault_db_version(kv_db *db) { return kv_db_version(as_db(db)->inner); }
 
 static int fault_compact(kv_db *db) { return kv_compact(as_db(db)->inner); }
+static void fault_bulk_written(kv_db *db, size_t n) { kv_bulk_written(as_db(db)->inner, n); }
 
 /* ---- transactions ------------------------------------------------------ */
 
@@ -331,6 +332,7 @@ static const kv_methods fault_methods = {
     .watch_free = fault_watch_free,
     .set_timeout_ms = fault_set_timeout_ms,
     .compact = fault_compact,
+    .bulk_written = fault_bulk_written,
 };
 
 /* ---- public API ------------------------------------------------------- */

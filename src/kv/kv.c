@@ -180,6 +180,10 @@ const char *kv_db_backend(kv_db *db) { return db->m->name; }
 
 int kv_compact(kv_db *db) { return db->m->compact ? db->m->compact(db) : 0; }
 
+void kv_bulk_written(kv_db *db, size_t n) {
+  if (db->m->bulk_written) db->m->bulk_written(db, n);
+}
+
 int kv_txn_begin(kv_db *db, kv_txn **out_txn) { return db->m->txn_begin(db, out_txn); }
 
 void kv_txn_reset(kv_txn *t) {

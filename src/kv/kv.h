@@ -82,7 +82,7 @@ typedef struct kv_watch kv_watch; /* a registered watch */
 
 typedef struct kv_rocks_opts {
   size_t block_cache_mb;   /* RocksDB block cache; 0 = default (256) */
-  size_t memtable_mb;      /* write buffer size; 0 = default (32) */
+  size_t memtable_mb;      /* write buffer size; 0 = default (64) */
   int no_sync;             /* 1: skip fsync of the WAL (tests of speed only) */
   int create_if_missing;   /* 1: create the directory and store */
 } kv_rocks_opts;
@@ -110,6 +110,15 @@ const char *kv_db_backend(kv_db *db);
  * until done; safe while other threads read and commit. CouchDB's
  * `_compact` maps here. Returns 0 or DV_EIO. */
 int kv_compact(kv_db *db);
+
+/* A hint after committing n bytes of bulk data that will not be read soon
+ * (attachment content): the backend may push it out of memory. The
+ * embedded engine flushes its memtable once such writes pass
+ * KV_BULK_FLUSH_BYTES since the last flush and returns freed heap to the
+ * OS, so a long upload holds tens of MB, not two whole memtables; on
+ * FoundationDB it is a no-op. Never fails, never blocks on I/O. */
+#define KV_BULK_FLUSH_BYTES (16u << 20)
+void kv_bulk_written(kv_db *db, size_t n);
 
 /* ---- transactions ------------------------------------------------------ */
 

@@ -45,6 +45,7 @@ typedef struct kv_methods {
   void (*watch_free)(kv_watch *w);
   int (*set_timeout_ms)(kv_txn *t, int ms);
   int (*compact)(kv_db *db);                          /* may be NULL: nothing to do */
+  void (*bulk_written)(kv_db *db, size_t n);          /* may be NULL: a hint, ignored */
 } kv_methods;
 
 struct kv_db {

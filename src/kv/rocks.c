@@ -54,6 +54,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdatomic.h>
@@ -181,6 +182,7 @@ typedef struct rdb {
   int nseg;
 
   whub *hub;                       /* watches */
+  uint64_t bulk_bytes;             /* bulk bytes written (kv_bulk_written) */
 } rdb;
 
 typedef struct rtxn {
@@ -1596,9 +1598,7 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   rocksdb_options_set_create_if_missing(d->opts, o->create_if_missing);
   rocksdb_options_increase_parallelism(d->opts, 2);
   rocksdb_options_set_max_background_jobs(d->opts, 2);
-  /* 32 MB memtables (two at most): with 64 MB a 1 GiB attachment upload
-   * held 128 MB of memtable alone, past issue 7's 128 MB RSS bound */
-  rocksdb_options_set_write_buffer_size(d->opts, (o->memtable_mb ? o->memtable_mb : 32) << 20);
+  rocksdb_options_set_write_buffer_size(d->opts, (o->memtable_mb ? o->memtable_mb : 64) << 20);
   rocksdb_options_set_compression(d->opts, rocksdb_lz4_compression);
   rocksdb_options_set_wal_compression(d->opts, rocksdb_zstd_compression);
   d->cache = rocksdb_cache_create_lru((o->block_cache_mb ? o->block_cache_mb : 256) << 20);
@@ -1650,6 +1650,23 @@ fail:
   return rc;
 }
 
+/* Bulk writes (attachment content) fill the memtable with data nobody
+ * reads soon: past KV_BULK_FLUSH_BYTES of them, flush it (without waiting)
+ * so a 1 GiB upload never holds two full 64 MB memtables, and hand the
+ * heap the write path freed back to the OS. */
+static void r_bulk_written(kv_db *kd, size_t n) {
+  rdb *d = (rdb *)kd;
+  uint64_t before = __atomic_fetch_add(&d->bulk_bytes, n, __ATOMIC_RELAXED);
+  if (before / KV_BULK_FLUSH_BYTES == (before + n) / KV_BULK_FLUSH_BYTES) return;
+  rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+  rocksdb_flushoptions_set_wait(fo, 0);
+  char *err = NULL;
+  rocksdb_flush(d->db, fo, &err);
+  rocksdb_free(err); /* a hint: a failed flush changes nothing */
+  rocksdb_flushoptions_destroy(fo);
+  malloc_trim(0);
+}
+
 static int r_compact(kv_db *kd) {
   rdb *d = (rdb *)kd;
   rocksdb_compact_range(d->db, NULL, 0, NULL, 0);
@@ -1683,4 +1700,5 @@ static const kv_methods rocks_methods = {
     .watch_free = r_watch_free,
     .set_timeout_ms = r_set_timeout_ms,
     .compact = r_compact,
+    .bulk_written = r_bulk_written,
 };

@@ -328,6 +328,7 @@ static int up_flush(store_att_upload *u, size_t nbytes) {
   int rc = st_run(u->db->s, &op);
   if (rc) return rc;
   u->began = 1;
+  kv_bulk_written(u->db->s->kv, nbytes);
   u->next += (int64_t)((nbytes + STORE_ATT_CHUNK - 1) / STORE_ATT_CHUNK);
   if (nbytes) { /* the batch may not exist yet (the marker-only flush) */
     memmove(u->batch.p, u->batch.p + nbytes, u->batch.len - nbytes);

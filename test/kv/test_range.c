@@ -232,3 +232,49 @@ KV_CONTRACT(iter_stream) {
   kv_txn_destroy(t);
   kv_close(db);
 }
+
+/* KV_BULK and kv_bulk_written are hints: 40 MB of 100 KB values written
+ * with the hint after each 4 MB commit (the embedded engine flushes its
+ * memtable every 16 MB of them) read back the same with and without
+ * KV_BULK, forward and reverse, in the same and in a new transaction. */
+KV_CONTRACT(bulk_hints) {
+  kv_db *db = kvt_open(be);
+  kv_txn *t;
+  ASSERT_OK(kv_txn_begin(db, &t));
+  static uint8_t v[100000];
+  for (int c = 0; c < 10; c++) {
+    for (int i = 0; i < 40; i++) {
+      char k[16];
+      sprintf(k, "b/%04d", c * 40 + i);
+      memset(v, 'a' + (c * 40 + i) % 26, sizeof v);
+      ASSERT_OK(kv_set(t, k, strlen(k), v, sizeof v));
+    }
+    ASSERT_OK(kv_commit(t));
+    kv_txn_reset(t);
+    kv_bulk_written(db, 40 * sizeof v);
+  }
+  for (int round = 0; round < 2; round++) {
+    for (int flags = 0; flags < 4; flags++) {
+      int f = (flags & 1 ? KV_BULK : 0) | (flags & 2 ? KV_REVERSE : 0);
+      kv_iter *it;
+      ASSERT_OK(kv_iter_begin(t, "b/", 2, "b0", 2, 0, f | KV_SNAPSHOT, &it));
+      kv_pair p;
+      int n = 0, k;
+      while ((k = kv_iter_next(it, &p)) == 1) {
+        int i = f & KV_REVERSE ? 399 - n : n;
+        char want[16];
+        sprintf(want, "b/%04d", i);
+        ASSERT_MEM_EQ(p.key, p.key_len, want, strlen(want));
+        ASSERT_EQ(p.val_len, sizeof v);
+        ASSERT(p.val[0] == 'a' + i % 26 && p.val[sizeof v - 1] == 'a' + i % 26);
+        n++;
+      }
+      ASSERT_EQ(k, 0);
+      ASSERT_EQ(n, 400);
+      kv_iter_free(it);
+    }
+    kv_txn_reset(t);
+  }
+  kv_txn_destroy(t);
+  kv_close(db);
+}

@@ -25,6 +25,7 @@
   KV_EACH_BACKEND(X, timeout, 20) \
   KV_EACH_BACKEND(X, ryw_model, 60) \
   KV_EACH_BACKEND(X, get_range, 20) \
+  KV_EACH_BACKEND(X, bulk_hints, 60) \
   KV_EACH_BACKEND(X, iter_stream, 60) \
   KV_EACH_BACKEND(X, vstamp_format, 20) \
   KV_EACH_BACKEND(X, vstamp_order, 30) \
