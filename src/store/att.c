@@ -218,7 +218,7 @@ static int att_clear(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len
   return rc;
 }
 
-static int has_id(const uint8_t *ids, size_t n, const uint8_t id[16]) {
+int st_att_has_id(const uint8_t *ids, size_t n, const uint8_t id[16]) {
   for (size_t i = 0; i < n; i++)
     if (!memcmp(ids + 16 * i, id, 16)) return 1;
   return 0;
@@ -228,9 +228,9 @@ int st_att_collect(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, 
                    size_t n_dropped, const st_branch *keep, int n_keep) {
   for (size_t i = 0; i < n_dropped; i++) {
     const uint8_t *d = dropped + 16 * i;
-    if (has_id(dropped, i, d)) continue; /* listed twice */
+    if (st_att_has_id(dropped, i, d)) continue; /* listed twice */
     int used = 0;
-    for (int k = 0; k < n_keep && !used; k++) used = has_id(keep[k].att_ids, keep[k].n_att_ids, d);
+    for (int k = 0; k < n_keep && !used; k++) used = st_att_has_id(keep[k].att_ids, keep[k].n_att_ids, d);
     if (used) continue;
     int rc = att_clear(txn, x, id, id_len, d);
     if (rc) return rc;

@@ -231,12 +231,6 @@ typedef struct ed {
   int wrote, kept_wrote; /* the edit wrote a revision (its uploads are linked) */
 } ed;
 
-static int has_att_id(const uint8_t *ids, size_t n, const uint8_t id[16]) {
-  for (size_t i = 0; i < n; i++)
-    if (!memcmp(ids + 16 * i, id, 16)) return 1;
-  return 0;
-}
-
 static int emit_buf(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
   ed *d = arg;
   uint32_t a = (uint32_t)kl, b = (uint32_t)vl;
@@ -496,7 +490,7 @@ static int atts_resolve(kv_txn *txn, const st_dbx *x, ed *d, const st_branch *fr
     *t = *hit; /* name, type, sizes, digest, revpos, AttID as stored */
   }
   for (size_t i = 0; i < d->n_in; i++)
-    if (!has_att_id(ids, L->n_att_ids, r[i].id)) memcpy(ids + 16 * L->n_att_ids++, r[i].id, 16);
+    if (!st_att_has_id(ids, L->n_att_ids, r[i].id)) memcpy(ids + 16 * L->n_att_ids++, r[i].id, 16);
   d->res = r;
   L->att_ids = ids;
   return 0;

@@ -270,6 +270,8 @@ int st_leaf_atts(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, co
 /* Write n bytes of content as chunks under (P,"a",DocID,AttID). */
 int st_att_write(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const uint8_t attid[16],
                  const uint8_t *p, size_t n) DV_MUST_CHECK;
+/* 1 when id is among the n AttIDs at ids (16 bytes each). */
+int st_att_has_id(const uint8_t *ids, size_t n, const uint8_t id[16]);
 /* Clear each dropped AttID (16 bytes each) no branch in keep uses. */
 int st_att_collect(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const uint8_t *dropped,
                    size_t n_dropped, const st_branch *keep, int n_keep) DV_MUST_CHECK;
