@@ -302,6 +302,18 @@ static int up_fn(kv_txn *txn, void *arg) {
     buf_free(&k);
     return rc ? rc : att_clear(txn, &x, u->id, u->id_len, u->attid);
   }
+  if (u->began) { /* a sweep that took it (an upload stalled past its TTL) must not leave a hole */
+    dv_buf k;
+    buf_init(&k);
+    upload_key(x.s, &k, u->attid);
+    const uint8_t *v;
+    size_t vl;
+    int found = 0;
+    rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
+    buf_free(&k);
+    if (!rc && !found) rc = DV_EATT_GONE;
+    if (rc) return rc;
+  }
   if ((rc = marker_put(txn, &x, u))) return rc;
   if (!t->nbytes) return 0;
   dv_buf k;

@@ -306,6 +306,13 @@ TEST(store_att_uploads) {
   ASSERT_EQ(put_atts(t, "big", storet_rev_str(&t->a, &r), &a, 1, NULL), DV_EATT_GONE);
   store_att_upload_free(u);
   ASSERT_OK(read_all(t, "big", &g, 1 << 20, &back)); /* the document's own is intact */
+  /* an upload swept while it is still being written fails its next
+   * write instead of going on with a hole */
+  ASSERT_OK(store_att_upload_begin(t->db, "big", 3, &u));
+  ASSERT_OK(store_att_upload_write(u, p, 1000));
+  ASSERT_EQ(st_att_sweep(t->s, st_now_ms() + STORE_ATT_UPLOAD_TTL_S * 1000LL + 1000), 1);
+  ASSERT_EQ(store_att_upload_finish(u, NULL, NULL), DV_EATT_GONE);
+  store_att_upload_free(u);
   storet_close(t);
 }
 
