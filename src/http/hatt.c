@@ -511,7 +511,7 @@ static int mp_store(void *arg, const uint8_t *p, size_t n) {
   m->stored += (int64_t)n;
   if (m->up) return store_att_upload_write(m->up, p, n);
   buf_append(&m->mem, p, n);
-  return buf_error(&m->mem);
+  return buf_error(&m->mem) ? DV_ENOMEM : 0;
 }
 
 static int mp_discard(void *arg, const uint8_t *p, size_t n) {

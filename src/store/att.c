@@ -44,7 +44,8 @@
 #include "util/b64.h"
 #include "util/md5.h"
 
-#define UP_BATCH 40 /* chunks per upload transaction */
+#define UP_BATCH 40   /* chunks per upload transaction */
+#define SWEEP_MAX 100 /* expired uploads cleared per sweep transaction */
 
 /* ---- keys ---------------------------------------------------------------- */
 
@@ -295,12 +296,20 @@ static int up_fn(kv_txn *txn, void *arg) {
   int rc = st_db_check(u->db, txn, &x);
   if (rc) return rc;
   if (t->clear) {
+    /* Only while its marker is there: without it, either an edit linked
+     * the upload (one whose commit came back unknown to us, so u->linked
+     * was never set: its content is now a document's) or the sweeper
+     * already cleared it. */
     dv_buf k;
     buf_init(&k);
     upload_key(x.s, &k, u->attid);
-    rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
+    const uint8_t *v;
+    size_t vl;
+    int found = 0;
+    rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
+    if (!rc && found) rc = kv_clear(txn, k.p, k.len);
     buf_free(&k);
-    return rc ? rc : att_clear(txn, &x, u->id, u->id_len, u->attid);
+    return rc || !found ? rc : att_clear(txn, &x, u->id, u->id_len, u->attid);
   }
   if (u->began) { /* a sweep that took it (an upload stalled past its TTL) must not leave a hole */
     dv_buf k;
@@ -464,13 +473,25 @@ static int sweep_fn(kv_txn *txn, void *arg) {
   int rc = buf_error(&k) ? DV_ENOMEM : st_prefix_range(&k, &b, &e);
   kv_pair *ps = NULL;
   int n = 0, more = 0;
-  if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, 100, 0, &ps, &n, &more);
-  for (int i = 0; !rc && i < n; i++) {
+  /* every marker (one per upload in progress), clearing at most
+   * SWEEP_MAX expired ones per transaction: live uploads that sort first
+   * cannot starve the expired ones behind them */
+  if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, 0, KV_SNAPSHOT, &ps, &n, &more);
+  for (int i = 0; !rc && i < n && g->n < SWEEP_MAX; i++) {
     tup_r r;
     tup_item it, pf, id, ex;
     tup_r_init(&r, ps[i].val, ps[i].val_len);
     if (tup_get(&r, TUP_INT, &pf) || tup_get(&r, TUP_STR, &id) || tup_get(&r, TUP_INT, &ex)) continue;
     if (ex.i64 > g->now) continue;
+    /* the scan was a snapshot: read this marker again, conflict-checked,
+     * so an edit that links it (or a flush that refreshes it) and this
+     * sweep cannot both commit */
+    const uint8_t *mv;
+    size_t mvl;
+    int found = 0;
+    rc = kv_get(txn, ps[i].key, ps[i].key_len, 0, &mv, &mvl, &found);
+    if (rc) break;
+    if (!found || mvl != ps[i].val_len || memcmp(mv, ps[i].val, mvl)) continue;
     tup_r_init(&r, ps[i].key + off, ps[i].key_len - off);
     if (tup_get(&r, TUP_BYTES, &it) || it.s_len != 16) continue;
     uint8_t attid[16];
