@@ -209,8 +209,9 @@ typedef struct store_att {
   int stub;              /* keep the parent's attachment of this name;
                             new_edits=false: any leaf's of this name and,
                             when has_md5, this digest. Else DV_EMISSING_STUB */
-  int has_md5;           /* md5 was given (stubs: checked; data: checked,
-                            DV_EBAD_ATT on mismatch) */
+  int has_md5;           /* md5 was given: a stub must match it; for new
+                            content the store computes the digest itself
+                            (the HTTP layer checks a client's digest) */
   const uint8_t *data;   /* new content as stored (gzip'd when gzip) */
   size_t data_len;
   store_att_upload *up;  /* new content from an upload (after _finish) */
