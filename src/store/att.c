@@ -266,6 +266,22 @@ int st_upload_done(const store_att_upload *u, int64_t *len, uint8_t md5[16]) {
 void st_upload_set_linked(store_att_upload *u) { u->linked = 1; }
 store_db *st_upload_db(const store_att_upload *u) { return u->db; }
 
+/* Read an upload's marker, conflict-checked (so an edit linking it, a
+ * flush refreshing it and the sweeper clearing it never all commit), and
+ * clear it when asked and found. */
+static int marker_take(kv_txn *txn, store *s, const uint8_t attid[16], int clear, int *found) {
+  dv_buf k;
+  buf_init(&k);
+  upload_key(s, &k, attid);
+  const uint8_t *v;
+  size_t vl;
+  *found = 0;
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, found);
+  if (!rc && *found && clear) rc = kv_clear(txn, k.p, k.len);
+  buf_free(&k);
+  return rc;
+}
+
 struct up_txn {
   store_att_upload *u;
   size_t nbytes;     /* bytes of batch to write (whole chunks, or all at the end) */
@@ -300,28 +316,14 @@ static int up_fn(kv_txn *txn, void *arg) {
      * the upload (one whose commit came back unknown to us, so u->linked
      * was never set: its content is now a document's) or the sweeper
      * already cleared it. */
-    dv_buf k;
-    buf_init(&k);
-    upload_key(x.s, &k, u->attid);
-    const uint8_t *v;
-    size_t vl;
-    int found = 0;
-    rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
-    if (!rc && found) rc = kv_clear(txn, k.p, k.len);
-    buf_free(&k);
+    int found;
+    rc = marker_take(txn, x.s, u->attid, 1, &found);
     return rc || !found ? rc : att_clear(txn, &x, u->id, u->id_len, u->attid);
   }
   if (u->began) { /* a sweep that took it (an upload stalled past its TTL) must not leave a hole */
-    dv_buf k;
-    buf_init(&k);
-    upload_key(x.s, &k, u->attid);
-    const uint8_t *v;
-    size_t vl;
-    int found = 0;
-    rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
-    buf_free(&k);
-    if (!rc && !found) rc = DV_EATT_GONE;
-    if (rc) return rc;
+    int found;
+    if ((rc = marker_take(txn, x.s, u->attid, 0, &found))) return rc;
+    if (!found) return DV_EATT_GONE;
   }
   if ((rc = marker_put(txn, &x, u))) return rc;
   if (!t->nbytes) return 0;
@@ -438,17 +440,9 @@ void store_att_upload_free(store_att_upload *u) {
 }
 
 int st_att_link(kv_txn *txn, const st_dbx *x, const store_att_upload *u) {
-  dv_buf k;
-  buf_init(&k);
-  upload_key(x->s, &k, u->attid);
-  const uint8_t *v;
-  size_t vl;
-  int found = 0;
-  int rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
-  if (!rc && !found) rc = DV_EATT_GONE; /* swept: the upload took too long */
-  if (!rc) rc = kv_clear(txn, k.p, k.len);
-  buf_free(&k);
-  return rc;
+  int found;
+  int rc = marker_take(txn, x->s, u->attid, 1, &found);
+  return rc ? rc : found ? 0 : DV_EATT_GONE; /* not found: swept, the upload took too long */
 }
 
 /* ---- the sweeper ---------------------------------------------------------------- */
