@@ -258,25 +258,10 @@ static void set_location(hreq *r, const char *name, size_t n) {
 static void send_written(hreq *r, int status, const store_rev *rev) {
   dv_buf rb;
   buf_init(&rb);
-  buf_putc(&rb, '"');
   store_rev_format(rev, &rb);
-  buf_putc(&rb, '"');
-  if (buf_error(&rb)) {
-    buf_free(&rb);
-    hres_err(r, DV_ENOMEM);
-    return;
-  }
-  json_w w;
-  hres_jw(r, status, &w);
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "ok");
-  json_w_bool(&w, 1);
-  json_w_keyz(&w, "id");
-  json_w_str(&w, r->docid, r->docid_len);
-  json_w_keyz(&w, "rev");
-  json_w_str(&w, (const char *)rb.p + 1, rb.len - 2);
-  json_w_obj_end(&w);
-  hres_header(r, "ETag", (const char *)rb.p);
+  buf_putc(&rb, 0);
+  if (buf_error(&rb)) hres_err(r, DV_ENOMEM);
+  else hres_written(r, status, r->docid, r->docid_len, (const char *)rb.p, 1, 0);
   buf_free(&rb);
 }
 

@@ -335,41 +335,6 @@ static void read_err(hreq *r, int rc) {
 
 /* ---- response headers ------------------------------------------------------ */
 
-/* Location: the document's absolute URL (chttpd:absolute_uri). */
-static void set_location(hreq *r, const char *id, size_t n) {
-  const char *seg[2] = {r->db_name, id};
-  size_t len[2] = {strlen(r->db_name), n};
-  hres_location(r, seg, len, 2);
-}
-
-/* ETag: the quoted rev. */
-static void set_etag(hreq *r, const char *rev) {
-  dv_buf b;
-  buf_init(&b);
-  buf_printf(&b, "\"%s\"", rev);
-  if (!buf_error(&b)) hres_header(r, "ETag", (const char *)b.p);
-  buf_free(&b);
-}
-
-/* {"ok":true,"id":…[,"rev":…]} with the given status; the ETag and
- * Location headers when asked. */
-static void send_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc) {
-  json_w w;
-  hres_jw(r, status, &w);
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "ok");
-  json_w_bool(&w, 1);
-  json_w_keyz(&w, "id");
-  json_w_str(&w, id, n);
-  if (rev) {
-    json_w_keyz(&w, "rev");
-    json_w_strz(&w, rev);
-  }
-  json_w_obj_end(&w);
-  if (rev && etag) set_etag(r, rev);
-  if (loc) set_location(r, id, n);
-}
-
 /* Answer a document read: 200 with the ETag, or 304 when the client holds
  * it. As CouchDB, no ETag goes with a document that carries meta fields
  * (_revs_info, _conflicts, _deleted_conflicts, _local_seq). With
@@ -386,7 +351,7 @@ static void send_doc_atts(hreq *r, const json_val *doc, const store_att *send, s
     buf_printf(&b, "\"%s\"", rev ? rev : "");
     int hit = !buf_error(&b) && hreq_etag_match(r, (const char *)b.p);
     buf_free(&b);
-    if (rev) set_etag(r, rev);
+    if (rev) hres_etag(r, rev);
     if (hit) {
       hres_raw(r, 304, "application/json", "", 0);
       return;
@@ -773,7 +738,7 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
   rc = store_local_put(r->db, id, n, e.body, cur, e.deleted, &nrev);
   if (rc == DV_ENOT_FOUND && e.deleted) rc = 0; /* deleting nothing: CouchDB answers 0-0 */
   if (batch) {
-    send_written(r, 202, id, n, NULL, 0, 0);
+    hres_written(r, 202, id, n, NULL, 0, 0);
     return;
   }
   if (rc) {
@@ -782,7 +747,7 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
   }
   char rs[32];
   snprintf(rs, sizeof rs, "0-%lld", (long long)(e.deleted ? 0 : nrev));
-  send_written(r, e.deleted ? ans->deleted : ans->created, id, n, rs, ans->etag, ans->loc);
+  hres_written(r, e.deleted ? ans->deleted : ans->created, id, n, rs, ans->etag, ans->loc);
 }
 
 /* One edit through the store, answered as ans says. w (may be NULL: no
@@ -796,7 +761,7 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
   }
   rc = store_update(r->db, e, 1, new_edits);
   if (batch) { /* CouchDB answers before it writes; errors only reach its log */
-    send_written(r, 202, e->id, e->id_len, NULL, 0, 0);
+    hres_written(r, 202, e->id, e->id_len, NULL, 0, 0);
     return;
   }
   if (!rc) rc = e->rc;
@@ -809,7 +774,7 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
     hres_err(r, DV_ENOMEM);
     return;
   }
-  send_written(r, e->deleted ? ans->deleted : ans->created, e->id, e->id_len, rev, ans->etag, ans->loc);
+  hres_written(r, e->deleted ? ans->deleted : ans->created, e->id, e->id_len, rev, ans->etag, ans->loc);
 }
 
 /* A PUT in progress: the document comes from the JSON body or from the
@@ -979,7 +944,7 @@ static void doc_delete(hreq *r, int local) {
     rc = store_local_put(r->db, r->docid, r->docid_len, NULL, n, 1, NULL);
     if (rc == DV_ENOT_FOUND) rc = DV_ECONFLICT; /* deleted meanwhile */
     if (rc) write_err(r, rc, r->docid, r->docid_len);
-    else send_written(r, ANS_DELETE.deleted, r->docid, r->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);
+    else hres_written(r, ANS_DELETE.deleted, r->docid, r->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);
     return;
   }
   store_leaf *lv;

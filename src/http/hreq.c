@@ -292,3 +292,32 @@ int hreq_etag_match(hreq *r, const char *etag) {
   }
   return 0;
 }
+
+void hres_etag(hreq *r, const char *rev) {
+  dv_buf b;
+  buf_init(&b);
+  buf_printf(&b, "\"%s\"", rev);
+  if (!buf_error(&b)) hres_header(r, "ETag", (const char *)b.p);
+  buf_free(&b);
+}
+
+void hres_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc) {
+  json_w w;
+  hres_jw(r, status, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "ok");
+  json_w_bool(&w, 1);
+  json_w_keyz(&w, "id");
+  json_w_str(&w, id, n);
+  if (rev) {
+    json_w_keyz(&w, "rev");
+    json_w_strz(&w, rev);
+  }
+  json_w_obj_end(&w);
+  if (rev && etag) hres_etag(r, rev);
+  if (loc) {
+    const char *seg[2] = {r->db_name, id};
+    size_t len[2] = {strlen(r->db_name), n};
+    hres_location(r, seg, len, 2);
+  }
+}

@@ -182,6 +182,11 @@ void hres_location(hreq *r, const char *const *seg, const size_t *len, int n);
 /* 1 when If-None-Match holds this ETag (couch_httpd:etag_match: the header
  * split on commas and spaces). */
 int hreq_etag_match(hreq *r, const char *etag);
+/* ETag: the quoted rev. */
+void hres_etag(hreq *r, const char *rev);
+/* A write's answer, {"ok":true,"id":…[,"rev":…]} with status; the ETag
+ * (rev) and the document's Location (/{db}/{id}) when asked. */
+void hres_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc);
 /* A non-JSON body. */
 void hres_raw(hreq *r, int status, const char *ctype, const void *p, size_t n);
 
