@@ -16,7 +16,7 @@ OPT      ?= -O2
 comma    := ,
 TAG      := $(notdir $(CC))$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 BUILD    := build/$(TAG)
-PKGS     := rocksdb libmicrohttpd libcrypto zlib
+PKGS     := rocksdb libmicrohttpd libcrypto zlib libcurl
 
 # Recursive (=) on purpose: pkg-config runs at recipe time, after deps.sh.
 CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
@@ -92,6 +92,7 @@ bench: divan $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$(basename $$b)"; $$b || exit 1; done
 	@echo "== http: divan vs pouchdb-server (bench/http)"; DIVAN_BIN=$(BUILD)/divan node bench/http/bench.js
 	@echo "== http attachments: divan vs pouchdb-server (bench/http/attbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/attbench.js
+	@echo "== http replication: divan → divan and pouchdb-server → divan (bench/http/replbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/replbench.js
 	@$(MAKE) --no-print-directory bench-att1g
 
 .PHONY: bench-att1g

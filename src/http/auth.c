@@ -404,6 +404,37 @@ static int auth_proxy(hreq *r) {
   return 1;
 }
 
+/* The replicator's loopback requests to local databases (src/repl):
+ * HTTP_REPL_HEADER = "TOKEN;USER;ROLE,ROLE", TOKEN the server's secret of
+ * this run (never leaves the process but over loopback). The request runs
+ * as USER with those roles (no USER: anonymous with the roles, which is
+ * how the replicator acts as "_admin" for its own bookkeeping). */
+static int auth_replicator(hreq *r) {
+  const char *v = hreq_hdr(r, HTTP_REPL_HEADER);
+  if (!v) return 0;
+  const char *tok = hsrv_repl_token(r->srv);
+  size_t tl = strlen(tok);
+  if (!tl || strlen(v) < tl + 1 || v[tl] != ';' || !cr_ct_eq(v, tok, tl)) return 0;
+  const char *name = v + tl + 1, *semi = strchr(name, ';');
+  if (!semi) return 0;
+  auser u;
+  memset(&u, 0, sizeof u);
+  u.name = semi > name ? arena_strndup(&r->a, name, (size_t)(semi - name)) : NULL;
+  const char *roles = semi + 1;
+  size_t cap = 1;
+  for (const char *p = roles; *p; p++) cap += *p == ',';
+  u.roles = arena_alloc(&r->a, cap * sizeof *u.roles);
+  if (!u.roles) return 0;
+  for (const char *p = roles; *p;) {
+    const char *e = strchr(p, ',');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    if (l) u.roles[u.nroles++] = arena_strndup(&r->a, p, l);
+    p += l + (e ? 1 : 0);
+  }
+  set_user(r, &u, "replicator");
+  return 1;
+}
+
 /* ---- JWT (jwtf.erl, jwtf_keystore.erl) ----------------------------------------------
  *
  * On when [chttpd] authentication_handlers names jwt_authentication_handler.
@@ -605,6 +636,7 @@ int auth_identify(hreq *r) {
   r->roles = NULL;
   r->nroles = 0;
   r->is_admin = 0;
+  if (auth_replicator(r)) return 0;
   int rc = auth_cookie(r);
   if (rc) return rc < 0 ? -1 : 0;
   unsigned on = handlers_on(r);

@@ -40,6 +40,7 @@
 #include "http/auth.h"
 #include "http/http_int.h"
 #include "http/users.h"
+#include "repl/repl.h"
 #include "util/alloc.h"
 
 /* CouchDB's default max_bulk_docs_count and max_bulk_get_count. */
@@ -346,6 +347,14 @@ static int bdoc_rights(hreq *r, bdoc *d, int new_edits) {
   if (!admin && design) {
     d->deny_err = r->user ? "forbidden" : "unauthorized";
     d->deny_reason = "You are not a db or server admin.";
+    return 0;
+  }
+  const char *why;
+  if (d->doc && r->db_name && repl_is_replicator_db(r->db_name, strlen(r->db_name)) &&
+      !(d->id && d->id_len >= 7 && !memcmp(d->id, "_local/", 7)) &&
+      repl_doc_validate(&r->a, d->doc, r->user, r->is_admin, &why)) {
+    d->deny_err = "forbidden";
+    d->deny_reason = why;
     return 0;
   }
   if (!auth_is_users_db(r)) return 0;

@@ -699,6 +699,7 @@ static const wans ANS_POST = {201, 201, 0, 1};
  * the error written. */
 static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
   if (has_prefix(id, n, "_design/") && auth_db_admin(r)) return -1;
+  if (doc && !is_local(id, n) && hrepl_doc_check(r, *doc)) return -1;
   if (!auth_is_users_db(r) || is_local(id, n)) return 0;
   const json_val *mine = doc ? json_obj_getz(*doc, "_rev") : NULL;
   size_t rl = 0;

@@ -286,9 +286,7 @@ void hapi_active_tasks(hreq *r) {
     hres_method(r, "GET,HEAD");
     return;
   }
-  json_w w;
-  hres_jw(r, 200, &w);
-  json_w_raw(&w, "[]", 2);
+  hapi_repl_tasks(r); /* replications are divan's only long-running tasks */
 }
 
 void hapi_membership(hreq *r) {

@@ -46,6 +46,12 @@ typedef struct http_server hsrv; /* server.c: the daemon, its options, the feed 
 store *hsrv_store(hsrv *s);
 const char *hsrv_uuid(hsrv *s);           /* 32 hex chars, stable across restarts */
 const http_opts *hsrv_opts(hsrv *s);
+struct repl_mgr *hsrv_repl(hsrv *s);      /* NULL when replication could not start */
+const char *hsrv_repl_token(hsrv *s);     /* secret of the replicator's loopback requests */
+
+/* The header carrying the replicator's identity on its loopback requests
+ * to local databases: "TOKEN;USER;ROLE,ROLE" (auth.c). */
+#define HTTP_REPL_HEADER "X-Divan-Replicator"
 
 /* ---- the request --------------------------------------------------------- */
 
@@ -219,6 +225,15 @@ void hres_feed(hreq *r, int status, const char *ctype, const hfeed_ops *ops, voi
 void hfeed_wake(hfeed *f);
 /* Consume the remembered wake: 1 if a wake came since the last call. */
 int hfeed_woken(hfeed *f);
+/* A response that comes later, from another thread (POST /_replicate
+ * waits for its replication): the handler calls hres_defer(r) and returns
+ * without a response; the connection is suspended (no pool thread held).
+ * Later, any thread fills r's response (hres_* functions: nothing else
+ * touches r meanwhile) and calls hdefer_done(r), exactly once. The
+ * request must be answered before http_stop finishes. */
+void hres_defer(hreq *r);
+void hdefer_done(hreq *r);
+
 /* Wake the feed at this monotonic time in ms (0: no timer). */
 void hfeed_timer(hfeed *f, int64_t due_ms);
 /* Monotonic clock, ms. */
@@ -231,6 +246,14 @@ int64_t hnow_ms(void);
 void http_uuid(char out[33]);
 
 /* ---- handlers (route.c dispatches) --------------------------------------- */
+
+/* h_repl.c */
+void hapi_replicate(hreq *r);     /* POST /_replicate */
+void hapi_scheduler(hreq *r);     /* /_scheduler/jobs, /_scheduler/docs */
+void hapi_repl_tasks(hreq *r);    /* the replication part of /_active_tasks */
+/* A document written to a _replicator database must describe a
+ * replication: 0, or 403 forbidden written and -1. */
+int hrepl_doc_check(hreq *r, const json_val *doc);
 
 /* h_server.c */
 void hapi_root(hreq *r);          /* GET / */

@@ -3,6 +3,7 @@
  *   /                              hapi_root
  *   /_up, /_all_dbs, /_dbs_info, /_uuids, /_db_updates, /_active_tasks,
  *   /_membership, /_node/…         server handlers
+ *   /_replicate, /_scheduler/…     the replicator (h_repl.c)
  *   /_other                        400 illegal_database_name (CouchDB takes
  *                                  it for a database name)
  *   /{db}                          hapi_db
@@ -30,7 +31,7 @@ static void not_yet(hreq *r, const char *what) {
 }
 
 static void server_route(hreq *r) {
-  if (r->nseg > 1 && !is(r, 0, "_node")) {
+  if (r->nseg > 1 && !is(r, 0, "_node") && !is(r, 0, "_scheduler")) {
     hres_errs(r, 400, "bad_request", "Not a server endpoint.");
     return;
   }
@@ -42,7 +43,8 @@ static void server_route(hreq *r) {
   else if (is(r, 0, "_active_tasks")) hapi_active_tasks(r);
   else if (is(r, 0, "_membership")) hapi_membership(r);
   else if (is(r, 0, "_node")) hapi_node(r);
-  else if (is(r, 0, "_replicate") || is(r, 0, "_scheduler")) not_yet(r, "Replication");
+  else if (is(r, 0, "_replicate")) hapi_replicate(r);
+  else if (is(r, 0, "_scheduler")) hapi_scheduler(r);
   else if (is(r, 0, "_session")) hapi_session(r);
   else {
     r->db_name = r->seg[0];

@@ -65,6 +65,7 @@
 #include "http/auth.h"
 #include "http/http_int.h"
 #include "http/route.h"
+#include "repl/repl.h"
 #include "util/alloc.h"
 
 #define REAP_MS 50        /* reaper tick: timers and left clients */
@@ -82,7 +83,12 @@ struct http_server {
   pthread_t reaper;       /* timers and disconnects of waiting feeds */
   pthread_cond_t cv;      /* wakes the reaper on stop */
   int stopping;           /* 1 once http_stop began */
+  repl_mgr *repl;         /* the replicator (src/repl) */
+  char repl_token[33];    /* secret of its loopback requests (auth.c checks it) */
 };
+
+repl_mgr *hsrv_repl(hsrv *s) { return s->repl; }
+const char *hsrv_repl_token(hsrv *s) { return s->repl_token; }
 
 struct hfeed {
   hsrv *srv;                 /* owner */
@@ -463,7 +469,24 @@ struct hctx {
   void *sink_arg;   /* its state (freed by sink->done) */
   int sink_err;     /* the sink refused a piece: its error is in r */
   hstream *stream;  /* a sized streamed body (hres_stream), not yet queued */
+  int deferred;     /* the handler answers later (hres_defer) */
+  int defer_done;   /* hdefer_done came: the response is in r */
+  int defer_susp;   /* suspended waiting for it (under srv->mu) */
 };
+
+void hres_defer(hreq *r) { ((struct hctx *)r)->deferred = 1; }
+
+void hdefer_done(hreq *r) {
+  struct hctx *x = (struct hctx *)r;
+  hsrv *s = r->srv;
+  pthread_mutex_lock(&s->mu);
+  x->defer_done = 1;
+  if (x->defer_susp) {
+    x->defer_susp = 0;
+    MHD_resume_connection(r->conn);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
 
 void hreq_sink(hreq *r, const hsink_ops *ops, void *arg) {
   struct hctx *x = (struct hctx *)r;
@@ -551,6 +574,21 @@ static enum MHD_Result answer_now(struct hctx *x) {
   return send_response(&x->r);
 }
 
+/* A deferred request: answer if its response came, else wait suspended
+ * (MHD calls on_request again once hdefer_done resumes it). */
+static enum MHD_Result defer_step(struct hctx *x) {
+  hsrv *s = x->r.srv;
+  pthread_mutex_lock(&s->mu);
+  if (!x->defer_done) {
+    x->defer_susp = 1;
+    MHD_suspend_connection(x->r.conn);
+    pthread_mutex_unlock(&s->mu);
+    return MHD_YES;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return answer_now(x);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **ctx) {
   hsrv *s = cls;
@@ -612,6 +650,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   if (x->answered) return MHD_YES;
+  if (x->deferred) return defer_step(x);
   if (x->sink) {
     if (!x->sink_err) x->sink->finish(x->sink_arg, r);
     return answer_now(x);
@@ -621,6 +660,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return answer_now(x);
   }
   if (!r->status && !cors_preflight(r) && !auth_identify(r) && !auth_authorize(r)) route_request(r);
+  if (x->deferred) return defer_step(x);
   return answer_now(x);
 }
 
@@ -700,6 +740,21 @@ int http_start(store *st, const http_opts *o, http_server **out) {
     rc = DV_ENOMEM;
     goto fail;
   }
+  /* The replicator reaches local databases through this server. */
+  uint8_t rnd[16];
+  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+    for (size_t i = 0; i < sizeof rnd; i++) rnd[i] = (uint8_t)(rand() ^ (int)time(NULL));
+  for (size_t i = 0; i < sizeof rnd; i++) snprintf(s->repl_token + 2 * i, 3, "%02x", rnd[i]);
+  char base[128];
+  const char *host = s->o.bind;
+  if (!strcmp(host, "0.0.0.0")) host = "127.0.0.1";
+  if (!strcmp(host, "::")) host = "::1";
+  snprintf(base, sizeof base, strchr(host, ':') ? "http://[%s]:%d/" : "http://%s:%d/", host, s->port);
+  repl_opts ro = {.local_base = base, .internal_header = HTTP_REPL_HEADER, .internal_token = s->repl_token,
+                  .server_uuid = s->uuid,
+                  .retry_initial_ms = (int)config_get_int(s->o.config, "replicator", "retry_initial_ms", 1000),
+                  .retry_max_ms = (int)config_get_int(s->o.config, "replicator", "retry_max_ms", 60000)};
+  if (repl_mgr_start(&ro, &s->repl)) s->repl = NULL; /* replication unavailable; the rest serves */
   *out = s;
   return 0;
 fail:
@@ -711,6 +766,9 @@ fail:
 
 void http_stop(http_server *s) {
   if (!s) return;
+  /* The replicator first: its one-shot jobs answer their waiting requests. */
+  repl_mgr_stop(s->repl);
+  s->repl = NULL;
   /* Stop accepting and the reaper, end every feed (resuming the suspended
    * ones so MHD can finish them), then stop the daemon. */
   MHD_quiesce_daemon(s->d);

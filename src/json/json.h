@@ -96,11 +96,13 @@
 /* json_opts.flags */
 #define JSON_COPY 1u /* DOM: copy every string and number into the arena, so
                         the DOM does not borrow the input buffer */
+#define JSON_CSTR 2u /* DOM: copy every string and key into the arena with a NUL after it
+                        (lengths still count; a string holding NUL reads short as C) */
 
 typedef struct json_opts {
   int max_depth;   /* nesting limit; 0 = JSON_DEFAULT_DEPTH; clamped to JSON_DEPTH_LIMIT */
   size_t max_len;  /* longest input accepted, bytes; 0 = no limit (DV_EJSON_SIZE past it) */
-  unsigned flags;  /* JSON_COPY */
+  unsigned flags;  /* JSON_COPY, JSON_CSTR */
 } json_opts;
 
 typedef struct json_err {

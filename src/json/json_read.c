@@ -573,6 +573,7 @@ int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, js
   json_reader r;
   dom_ctx c = {a, NULL, 0, 0, NULL, 0, 0, NULL, 0};
   int copy = opts && (opts->flags & JSON_COPY);
+  int cstr = opts && (opts->flags & JSON_CSTR);
   const char *key = NULL;
   size_t klen = 0;
   json_val *root = NULL;
@@ -585,14 +586,14 @@ int json_parse(dv_arena *a, const void *p, size_t len, const json_opts *opts, js
     switch (ev) {
       case JSON_EV_KEY:
         klen = r.len;
-        key = (r.escaped || copy) ? arena_memdup(a, r.str, r.len) : r.str;
+        key = cstr ? arena_strndup(a, r.str, r.len) : (r.escaped || copy) ? arena_memdup(a, r.str, r.len) : r.str;
         if (!key) goto nomem;
         continue;
       case JSON_EV_STRING:
         v = json__node(a, JSON_STRING);
         if (!v) goto nomem;
         v->len = r.len;
-        v->u.s = (r.escaped || copy) ? arena_memdup(a, r.str, r.len) : r.str;
+        v->u.s = cstr ? arena_strndup(a, r.str, r.len) : (r.escaped || copy) ? arena_memdup(a, r.str, r.len) : r.str;
         if (!v->u.s) goto nomem;
         break;
       case JSON_EV_NUMBER: {

@@ -1,0 +1,173 @@
+/* h_repl.c — the replicator's endpoints (src/repl does the work):
+ *
+ *   POST /_replicate                 one-shot: the request waits (deferred,
+ *                                    no pool thread held) for the job's
+ *                                    answer; continuous: 202 and _local_id;
+ *                                    cancel: 200 or 404
+ *   GET  /_scheduler/jobs[/{id}]     running jobs
+ *   GET  /_scheduler/docs[/{db}[/{docid}]]  _replicator documents' states
+ *                                    ({db} may hold slashes: other/_replicator)
+ *   GET  /_active_tasks              running replications
+ *
+ * All are server-admin endpoints (auth_authorize checks, as CouchDB).
+ * Documents written to a _replicator database are checked by
+ * hrepl_doc_check (CouchDB's validate_doc_update there).
+ */
+#include <string.h>
+
+#include "http/auth.h"
+#include "repl/repl.h"
+
+static int mgr_or_fail(hreq *r, repl_mgr **m) {
+  *m = hsrv_repl(r->srv);
+  if (*m) return 0;
+  hres_errs(r, 500, "internal_server_error", "The replicator is not running.");
+  return -1;
+}
+
+/* A one-shot replication's answer, on the job's thread. */
+static void replicate_done(void *arg, repl_result *res) {
+  hreq *r = arg;
+  if (!res->rc) {
+    json_w w;
+    hres_jw(r, 200, &w);
+    json_w_raw(&w, (char *)res->body.p, res->body.len);
+  } else {
+    hres_errs(r, res->status ? res->status : 500, res->error[0] ? res->error : "replication_failed",
+              res->reason ? res->reason : "");
+  }
+  hdefer_done(r);
+}
+
+void hapi_replicate(hreq *r) {
+  if (r->method != HM_POST) {
+    hres_method(r, "POST");
+    return;
+  }
+  repl_mgr *m;
+  json_val *body;
+  if (mgr_or_fail(r, &m) || hreq_need_json(r) || hreq_json_body(r, 1, &body)) return;
+  repl_spec s;
+  const char *reason;
+  if (repl_spec_parse(&r->a, body, &s, &reason)) {
+    hres_errs(r, 400, "bad_request", reason);
+    return;
+  }
+  /* The replication acts as the requester on local databases. */
+  s.user = (char *)r->user;
+  s.roles = (char **)r->roles;
+  s.nroles = (size_t)r->nroles;
+  char id[REPL_ID_MAX];
+  if (s.cancel) {
+    int rc = repl_submit(m, &s, NULL, NULL, id);
+    if (rc == DV_ENOT_FOUND) {
+      hres_errs(r, 404, "not_found", "Replication not found.");
+      return;
+    }
+    if (rc) {
+      hres_err(r, rc);
+      return;
+    }
+  } else if (!s.continuous) {
+    hres_defer(r);
+    int rc = repl_submit(m, &s, replicate_done, r, id);
+    if (rc) {
+      hres_err(r, rc);
+      hdefer_done(r);
+    }
+    return;
+  } else {
+    int rc = repl_submit(m, &s, NULL, NULL, id);
+    if (rc) {
+      hres_err(r, rc);
+      return;
+    }
+  }
+  json_w w;
+  hres_jw(r, s.cancel ? 200 : 202, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "ok");
+  json_w_bool(&w, 1);
+  json_w_keyz(&w, "_local_id");
+  json_w_strz(&w, id);
+  json_w_obj_end(&w);
+}
+
+/* Join segments [i, k) with '/' into the arena. */
+static char *join(hreq *r, int i, int k) {
+  dv_buf b;
+  buf_init(&b);
+  for (int s = i; s < k; s++) {
+    if (s > i) buf_putc(&b, '/');
+    buf_append(&b, r->seg[s], r->seg_len[s]);
+  }
+  char *out = buf_error(&b) ? NULL : arena_strndup(&r->a, (char *)b.p, b.len);
+  buf_free(&b);
+  return out;
+}
+
+static void answer(hreq *r, int rc, dv_buf *b, const char *what) {
+  if (rc == DV_ENOT_FOUND) hres_errs(r, 404, "not_found", what);
+  else if (rc) hres_err(r, rc);
+  else {
+    json_w w;
+    hres_jw(r, 200, &w);
+    json_w_raw(&w, (char *)b->p, b->len);
+  }
+  buf_free(b);
+}
+
+void hapi_scheduler(hreq *r) {
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,HEAD");
+    return;
+  }
+  repl_mgr *m;
+  if (mgr_or_fail(r, &m)) return;
+  int64_t skip = 0, limit = -1;
+  if (hq_int(r, "skip", 0, &skip) || hq_int(r, "limit", 0, &limit)) return;
+  dv_buf b;
+  buf_init(&b);
+  if (r->nseg >= 2 && r->seg_len[1] == 4 && !memcmp(r->seg[1], "jobs", 4)) {
+    char *id = r->nseg > 2 ? join(r, 2, r->nseg) : NULL;
+    answer(r, repl_jobs_json(m, id, skip, limit, &b), &b, "unknown replication job");
+    return;
+  }
+  if (r->nseg >= 2 && r->seg_len[1] == 4 && !memcmp(r->seg[1], "docs", 4)) {
+    char *db = NULL, *docid = NULL;
+    if (r->nseg > 2) {
+      int k = 3;
+      db = join(r, 2, k);
+      while (db && !repl_is_replicator_db(db, strlen(db)) && k < r->nseg) db = join(r, 2, ++k);
+      if (!db || !repl_is_replicator_db(db, strlen(db))) {
+        hres_errs(r, 400, "bad_request", "Not a replicator database: its name must end in _replicator.");
+        return;
+      }
+      if (k < r->nseg) docid = join(r, k, r->nseg);
+    }
+    answer(r, repl_docs_json(m, db, docid, skip, limit, &b), &b, "unknown replication document");
+    return;
+  }
+  hres_errs(r, 404, "not_found", "Unknown scheduler endpoint: use /_scheduler/jobs or /_scheduler/docs.");
+}
+
+void hapi_repl_tasks(hreq *r) {
+  repl_mgr *m = hsrv_repl(r->srv);
+  dv_buf b;
+  buf_init(&b);
+  if (!m) {
+    json_w w;
+    hres_jw(r, 200, &w);
+    json_w_raw(&w, "[]", 2);
+    return;
+  }
+  answer(r, repl_tasks_json(m, &b), &b, "");
+}
+
+int hrepl_doc_check(hreq *r, const json_val *doc) {
+  if (!r->db_name || !repl_is_replicator_db(r->db_name, strlen(r->db_name))) return 0;
+  const char *reason;
+  if (!repl_doc_validate(&r->a, doc, r->user, r->is_admin, &reason)) return 0;
+  hres_errs(r, 403, "forbidden", reason);
+  return -1;
+}
