@@ -6,5 +6,6 @@
 #include "store/tests.h"
 #include "index/tests.h"
 #include "http/tests.h"
+#include "repl/tests.h"
 
-#define TEST_LIST(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X) STORE_TESTS(X) INDEX_TESTS(X) HTTP_TESTS(X)
+#define TEST_LIST(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X) STORE_TESTS(X) INDEX_TESTS(X) HTTP_TESTS(X) REPL_TESTS(X)

@@ -777,13 +777,14 @@ static void since_param(dv_buf *p, dv_arena *a, const char *seq) {
   else buf_putc(p, '0');
 }
 
-static int changes(run *x, dv_arena *a, const char *since, int limit, json_val **out) {
+static int changes(run *x, dv_arena *a, const char *since, int limit, int timeout_ms, json_val **out) {
   const repl_spec *s = x->s;
   dv_buf p, body;
   buf_init(&p);
   buf_init(&body);
   buf_printf(&p, "_changes?feed=%s&limit=%d", s->continuous ? "longpoll" : "normal", limit);
-  if (s->continuous) buf_printf(&p, "&heartbeat=%d", JOB_HEARTBEAT_MS);
+  if (s->continuous && timeout_ms > 0) buf_printf(&p, "&timeout=%d", timeout_ms);
+  else if (s->continuous) buf_printf(&p, "&heartbeat=%d", JOB_HEARTBEAT_MS);
   if (!s->winning_revs_only) buf_puts(&p, "&style=all_docs");
   buf_puts(&p, "&since=");
   since_param(&p, a, since);
@@ -933,7 +934,10 @@ int job_run(rjob *j, repl_result *res) {
   for (;;) {
     arena_reset(&ca);
     json_val *ch;
-    if ((rc = changes(&x, &ca, since, limit, &ch))) break;
+    /* with work not yet checkpointed, a continuous feed waits at most
+     * until the idle checkpoint is due */
+    int64_t idle = dirty ? 1000 - (now_ms() - last_cp) : 0;
+    if ((rc = changes(&x, &ca, since, limit, dirty ? (int)(idle < 100 ? 100 : idle) : 0, &ch))) break;
     json_val *rows = json_obj_getz(ch, "results");
     char *last = jtext(&x.a, json_obj_getz(ch, "last_seq"));
     const json_val *pend = json_obj_getz(ch, "pending");
@@ -957,7 +961,10 @@ int job_run(rjob *j, repl_result *res) {
       mgr_job_seqs(j, NULL, last, NULL);
     }
     int done = !s->continuous && (int)rows->len < limit;
-    if (dirty && (done || now_ms() - last_cp >= s->checkpoint_interval_ms)) {
+    /* checkpoint every interval, at the end, and when a continuous feed
+     * has caught up (at most once a second) */
+    int64_t since_cp = now_ms() - last_cp;
+    if (dirty && (done || since_cp >= s->checkpoint_interval_ms || ((int)rows->len < limit && since_cp >= 1000))) {
       if ((rc = checkpoint(&x, x.through))) break;
       last_cp = now_ms();
       dirty = 0;

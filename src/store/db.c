@@ -21,22 +21,6 @@
 #include "store/store_int.h"
 #include "util/alloc.h"
 
-/* ---- names ----------------------------------------------------------------- */
-
-int store_db_name_check(const char *name, size_t len) {
-  static const char *const sys[] = {"_users", "_replicator", "_global_changes"};
-  for (size_t i = 0; i < sizeof sys / sizeof *sys; i++)
-    if (len == strlen(sys[i]) && !memcmp(name, sys[i], len)) return 0;
-  if (len == 0 || len > STORE_MAX_DBNAME) return DV_EBAD_DB_NAME;
-  if (!(name[0] >= 'a' && name[0] <= 'z')) return DV_EBAD_DB_NAME;
-  for (size_t i = 1; i < len; i++) {
-    char c = name[i];
-    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) continue;
-    if (!strchr("_$()+/-", c) || c == 0) return DV_EBAD_DB_NAME;
-  }
-  return 0;
-}
-
 static unsigned name_hash(const char *p, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 16777619u;
