@@ -88,7 +88,7 @@ typedef struct run {
   char *filter_code;         /* a design-document filter's source */
   dv_arena a;                /* checkpoint logs, strings of the run */
   json_val *src_log, *tgt_log;
-  char *src_rev, *tgt_rev;   /* _local/<id> revs */
+  char *src_rev, *tgt_rev;   /* _local/<id> revs (malloc'd: a long run rewrites them) */
   json_val *start_hist;      /* the target log's history at start */
   char session[33];
   char start_time[40];
@@ -225,11 +225,12 @@ static void read_log(run *x, rh_conn *c, json_val **log, char **rev) {
   long st = 0;
   json_val *v;
   *log = NULL;
+  dv_free(*rev);
   *rev = NULL;
   if (req_json(c, "GET", path, NULL, 0, &x->a, &st, &v) || st != 200 || !v || v->type != JSON_OBJECT) return;
   *log = v;
   const char *r = jstr(v, "_rev");
-  if (r) *rev = arena_strndup(&x->a, r, strlen(r));
+  if (r) *rev = dv_strndup(r, strlen(r));
 }
 
 /* The seq to start from (JSON text): CouchDB's compare_replication_logs. */
@@ -331,18 +332,22 @@ static int put_log(run *x, rh_conn *c, char **rev, const char *seq) {
     int rc = log_doc(x, &b, seq, *rev, 0, 0);
     long st = 0;
     json_val *v = NULL;
-    if (!rc) rc = req_json(c, "PUT", path, (char *)b.p, b.len, &x->a, &st, &v);
+    dv_arena t; /* per checkpoint: a continuous run writes them for days */
+    arena_init(&t, 0);
+    if (!rc) rc = req_json(c, "PUT", path, (char *)b.p, b.len, &t, &st, &v);
     buf_free(&b);
-    if (rc) return rc;
-    if ((st == 201 || st == 200) && v) {
+    if (!rc && (st == 201 || st == 200) && v) {
       const char *r = jstr(v, "rev");
-      *rev = r ? arena_strndup(&x->a, r, strlen(r)) : NULL;
-      return 0;
-    }
-    if (st != 409) {
+      dv_free(*rev);
+      *rev = r ? dv_strndup(r, strlen(r)) : NULL;
+    } else if (!rc && st != 409) {
       snprintf(c->err, sizeof c->err, "checkpoint on %s: HTTP %ld %s", c->ep->url, st, why(v));
-      return st == 401 || st == 403 ? DV_EINVAL : DV_EIO;
+      rc = st == 401 || st == 403 ? DV_EINVAL : DV_EIO;
+    } else if (!rc) {
+      rc = 1; /* 409: take the current rev and try again */
     }
+    arena_free(&t);
+    if (rc != 1) return rc;
     json_val *log;
     read_log(x, c, &log, rev); /* someone else wrote it: take its rev */
   }
@@ -923,8 +928,8 @@ int job_run(rjob *j, repl_result *res) {
   rfc1123(x.start_time);
   mgr_job_event(j, RJ_RUNNING, "started");
 
-  const char *since = x.start_seq ? x.start_seq : "0";
-  x.through = (char *)since;
+  char *since = dv_strndup(x.start_seq ? x.start_seq : "0", strlen(x.start_seq ? x.start_seq : "0"));
+  x.through = since; /* since and through are the same malloc'd text */
   if (x.start_seq) mgr_job_seqs(j, since, since, since);
   int limit = s->worker_batch_size * nw;
   int64_t last_cp = now_ms();
@@ -939,7 +944,7 @@ int job_run(rjob *j, repl_result *res) {
     int64_t idle = dirty ? 1000 - (now_ms() - last_cp) : 0;
     if ((rc = changes(&x, &ca, since, limit, dirty ? (int)(idle < 100 ? 100 : idle) : 0, &ch))) break;
     json_val *rows = json_obj_getz(ch, "results");
-    char *last = jtext(&x.a, json_obj_getz(ch, "last_seq"));
+    char *last = jtext(&ca, json_obj_getz(ch, "last_seq"));
     const json_val *pend = json_obj_getz(ch, "pending");
     int64_t pv;
     if (pend && pend->type == JSON_NUMBER && !json_num_int64(pend->u.s, pend->len, &pv))
@@ -955,10 +960,15 @@ int job_run(rjob *j, repl_result *res) {
       if ((rc = process_batch(&x, ws, nw, rows))) break;
       dirty = 1;
     }
-    if (last) {
-      since = last;
-      x.through = last;
+    if (last && since) {
+      dv_free(since);
+      x.through = since = dv_strndup(last, strlen(last));
       mgr_job_seqs(j, NULL, last, NULL);
+    }
+    if (!since) {
+      rc = DV_ENOMEM;
+      repl_result_err(res, rc, 500, "internal_server_error", "out of memory");
+      break;
     }
     int done = !s->continuous && (int)rows->len < limit;
     /* checkpoint every interval, at the end, and when a continuous feed
@@ -976,18 +986,14 @@ int job_run(rjob *j, repl_result *res) {
       break;
     }
   }
-  arena_free(&ca);
   if (rc == DV_ECANCELLED && dirty) (void)checkpoint(&x, x.through); /* keep what was done */
   if (!rc) {
     buf_init(&res->body);
-    if (!seen && !x.start_seq) /* nothing at all: answer without writing logs */
-      rc = log_doc(&x, &res->body, x.through, NULL, 1, 1);
-    else if (!seen)
-      rc = log_doc(&x, &res->body, x.through, NULL, 1, 1);
-    else
-      rc = log_doc(&x, &res->body, x.through, NULL, 1, 0);
+    rc = log_doc(&x, &res->body, x.through, NULL, 1, !seen); /* nothing new: no_changes, no log written */
     if (rc) repl_result_err(res, rc, 500, "internal_server_error", "out of memory");
   }
+  arena_free(&ca);
+  dv_free(since);
 out:
   for (int i = 0; ws && i < nw; i++) {
     rh_free(&ws[i].src);
@@ -997,6 +1003,8 @@ out:
   dv_free(ws);
   rh_free(&x.src);
   rh_free(&x.tgt);
+  dv_free(x.src_rev);
+  dv_free(x.tgt_rev);
   arena_free(&x.a);
   return rc;
 }
