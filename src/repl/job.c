@@ -85,6 +85,9 @@ typedef struct run {
   rh_conn src, tgt;          /* the control connections */
   volatile int *stop;
   int bulk_get;              /* 1 while the source answers _bulk_get */
+  int multipart;             /* 1: the target takes CouchDB's multipart PUT with
+                                gzip-encoded parts (CouchDB, divan); else
+                                attachments travel as inline base64 JSON */
   char *filter_code;         /* a design-document filter's source */
   dv_arena a;                /* checkpoint logs, strings of the run */
   json_val *src_log, *tgt_log;
@@ -539,7 +542,9 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
   buf_putc(&p, 0);
   rh_resp r;
   int rc = buf_error(&p) ? DV_ENOMEM
-                         : rh_do(&w->src, "GET", (char *)p.p, "multipart/mixed, application/json", NULL, NULL, 0, &r);
+                         : rh_do(&w->src, "GET", (char *)p.p,
+                                 w->x->multipart ? "multipart/mixed, application/json" : "application/json", NULL,
+                                 NULL, 0, &r);
   buf_free(&p);
   if (rc) {
     werr(w, rc, 502, "replication_failed", "%s", w->src.err);
@@ -911,6 +916,12 @@ int job_run(rjob *j, repl_result *res) {
   if ((rc = check_peer(&x, &x.src, &s->source, 0)) || (rc = check_peer(&x, &x.tgt, &s->target, s->create_target)) ||
       (rc = fetch_filter(&x)))
     goto out;
+  { /* a CouchDB-protocol server says so at its root ("couchdb": "Welcome") */
+    long st = 0;
+    json_val *root;
+    x.multipart = !req_json(&x.tgt, "GET", "../", NULL, 0, &x.a, &st, &root) && st == 200 && root &&
+                  json_obj_getz(root, "couchdb");
+  }
   char full[REPL_ID_MAX];
   if ((rc = repl_id_make(s, j->m->uuid, x.filter_code, j->base_id, full))) goto out;
   if (s->use_checkpoints) {

@@ -158,7 +158,10 @@ static int once(rh_conn *c, const char *method, const char *url, const char *acc
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip if the peer offers it */
+  /* gzip-encoded JSON when the peer offers it; never for attachments: a
+   * peer would send their stored gzip bytes with "encoding":"gzip", which
+   * a target other than CouchDB or divan (pouchdb-server) does not take */
+  if (!accept || strncmp(accept, "multipart/", 10)) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   if (!strcmp(method, "GET")) {
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
