@@ -670,6 +670,9 @@ int auth_authorize(hreq *r) {
   int users = seg_is(r, 0, "_users") || seg_is(r, 0, "_replicator");
   if (s0[0] == '_' && !users && !seg_is(r, 0, "_global_changes")) {
     if (r->nseg == 1 && (seg_is(r, 0, "_up") || seg_is(r, 0, "_uuids") || seg_is(r, 0, "_session"))) return 0;
+    /* as CouchDB's chttpd_auth_request: anyone may ask for a replication; it
+     * acts on local databases as them (h_repl.c) */
+    if (r->nseg == 1 && seg_is(r, 0, "_replicate")) return 0;
     if (r->nseg == 1 && (seg_is(r, 0, "_all_dbs") || seg_is(r, 0, "_dbs_info")) &&
         !config_get_bool(hsrv_config(r->srv), "chttpd", "admin_only_all_dbs", 1))
       return 0;

@@ -55,8 +55,18 @@ void hapi_replicate(hreq *r) {
   }
   /* The replication acts as the requester on local databases. */
   s.user = (char *)r->user;
-  s.roles = (char **)r->roles;
-  s.nroles = (size_t)r->nroles;
+  s.roles = arena_alloc(&r->a, ((size_t)r->nroles + 1) * sizeof *s.roles);
+  if (!s.roles) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  s.nroles = 0;
+  int has_admin = 0;
+  for (int i = 0; i < r->nroles; i++) {
+    s.roles[s.nroles++] = (char *)r->roles[i];
+    has_admin |= !strcmp(r->roles[i], "_admin");
+  }
+  if (r->is_admin && !has_admin) s.roles[s.nroles++] = "_admin"; /* [admins] carry no roles */
   char id[REPL_ID_MAX];
   if (s.cancel) {
     int rc = repl_submit(m, &s, NULL, NULL, id);

@@ -261,8 +261,11 @@ int repl_submit(repl_mgr *m, const repl_spec *spec, repl_done_cb done, void *arg
     }
     rjob *found = NULL;
     pthread_mutex_lock(&m->mu);
+    int admin = 0;
+    for (size_t i = 0; i < spec->nroles; i++) admin |= !strcmp(spec->roles[i], "_admin");
     for (rjob *j = m->jobs; j; j = j->next)
-      if (!j->db && !j->stop && id_matches(j, want)) {
+      if (!j->db && !j->stop && id_matches(j, want) &&
+          (admin || (spec->user && j->spec.user && !strcmp(spec->user, j->spec.user)))) { /* own jobs only */
         found = j;
         break;
       }
