@@ -28,6 +28,10 @@ TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
 TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
 TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }
 TEST(client_pouchdb_att) { suite("test/node/clients/pouchdb_att.test.js"); }
+TEST(client_pouchdb_repl) { suite("test/node/clients/pouchdb_repl.test.js"); }
+TEST(repl_replicate) { suite("test/node/repl/replicate.test.js"); }
+TEST(repl_replicator_db) { suite("test/node/repl/replicator_db.test.js"); }
+TEST(repl_faults) { suite("test/node/repl/faults.test.js"); }
 
 /* The router's percent-decoding under libFuzzer for 20 s (make fuzz runs it
  * longer). */

@@ -74,4 +74,8 @@
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
-  X(client_pouchdb_att, 180)
+  X(client_pouchdb_att, 180)   \
+  X(client_pouchdb_repl, 200)  \
+  X(repl_replicate, 240)       \
+  X(repl_replicator_db, 200)   \
+  X(repl_faults, 240)
