@@ -3,7 +3,8 @@
  * KV_EACH_BACKEND lists a contract test (test/kv/kvt.h KV_CONTRACT) once
  * per backend; a new backend is one more X() line here and one more TEST
  * line in KV_CONTRACT. */
-#define KV_EACH_BACKEND(X, name, timeout) X(kv_##name##_rocks, timeout) X(kv_##name##_fault, timeout)
+#define KV_EACH_BACKEND(X, name, timeout) \
+  X(kv_##name##_rocks, timeout) X(kv_##name##_fault, timeout) X(kv_##name##_fdb, timeout)
 
 #define KV_TESTS(X) \
   KV_EACH_BACKEND(X, serializable, 30) \
