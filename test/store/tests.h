@@ -6,7 +6,13 @@
 #define STORE_ROW(X, name, timeout) X(name, timeout)
 #define STORE_ROW_FDB(X, name, timeout) X(fdb_##name, timeout)
 
-#define STORE_TESTS(X) STORE_BODY_TESTS(X) STORE_KV_TESTS(X, STORE_ROW) STORE_KV_TESTS(X, STORE_ROW_FDB)
+#define STORE_TESTS(X) \
+  STORE_BODY_TESTS(X) STORE_KV_TESTS(X, STORE_ROW) STORE_KV_TESTS(X, STORE_ROW_FDB) STORE_FDB_TESTS(X)
+
+/* Only on the fdb backend (test_fdb.c): several processes, a failing cluster. */
+#define STORE_FDB_TESTS(X) \
+  X(fdb_store_coherence, 60) \
+  X(fdb_store_fault_run, 300)
 
 #define STORE_BODY_TESTS(X) \
   X(body_vectors, 5) \
