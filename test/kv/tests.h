@@ -38,4 +38,7 @@
   X(kv_fault_kv_run, 20) \
   X(kv_fault_probability, 30) \
   X(kv_fault_threads, 30) \
-  X(kv_crash_rocks, 120)
+  X(kv_crash_rocks, 120) \
+  X(kv_fdb_open_errors, 20) \
+  X(kv_fdb_retry_limit, 20) \
+  X(kv_fdb_fault_classes, 30)
