@@ -22,11 +22,11 @@ PKGS     := rocksdb libmicrohttpd libcrypto zlib libcurl
 CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
              -fno-omit-frame-pointer -Isrc -Itest -MMD -MP \
              $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) $(CFLAGS)
-LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) -lpthread -lm $(LDLIBS)
+LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -ldl $(LDLIBS)
 LDFLAGS_ALL = $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
 LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*/*.c))
-TEST_SRC  := $(filter-out test/fuzz/%,$(wildcard test/*.c test/*/*.c))
+TEST_SRC  := $(filter-out test/fuzz/% test/fdbsim/%,$(wildcard test/*.c test/*/*.c))
 BENCH_SRC := $(wildcard bench/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
 
@@ -39,7 +39,14 @@ DEPS_OK   := build/.deps-ok
 
 FUZZ_SECONDS ?= 20
 
-.PHONY: all run test bench fuzz fuzzers deps format clean
+# The libfdb_c test double (test/fdbsim): the embedded engine's objects,
+# compiled again -fPIC with hidden visibility, in a libfdb_c.so of its own.
+FDBSIM     := $(BUILD)/fdbsim/libfdb_c.so
+FDBSIM_SRC := test/fdbsim/fdbsim.c src/kv/kv.c src/kv/rocks.c src/kv/wset.c src/util/alloc.c \
+              src/util/buf.c src/util/err.c
+FDBSIM_OBJ := $(FDBSIM_SRC:%.c=$(BUILD)/fdbsim/%.o)
+
+.PHONY: all run test bench fuzz fuzzers fdbsim deps format clean
 
 all: divan
 
@@ -56,6 +63,15 @@ deps:
 $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/fdbsim/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(FDBSIM): $(FDBSIM_OBJ)
+	$(CC) -shared $(LDFLAGS_ALL) -Wl,-Bsymbolic -o $@ $^ -lrocksdb -lpthread
+
+fdbsim: $(FDBSIM)
 
 $(BUILD)/libdivan.a: $(LIB_OBJ)
 	@rm -f $@
@@ -85,8 +101,8 @@ fuzz: $(FUZZERS)
 	  echo "== $$n for $(FUZZ_SECONDS)s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 build/corpus/$$n test/fuzz/seeds/$$n || exit 1; done
 
-test: divan $(BUILD)/divan $(BUILD)/test_runner $(FUZZERS)
-	@DV_BUILD=$(BUILD) DV_FUZZ_DIR=$(FUZZ_DIR) DIVAN_BIN=$(CURDIR)/$(BUILD)/divan $(BUILD)/test_runner $(TEST_ARGS)
+test: divan $(BUILD)/divan $(BUILD)/test_runner $(FUZZERS) $(FDBSIM)
+	@DV_BUILD=$(BUILD) DV_FUZZ_DIR=$(FUZZ_DIR) DV_FDBSIM=$(CURDIR)/$(FDBSIM) DIVAN_BIN=$(CURDIR)/$(BUILD)/divan $(BUILD)/test_runner $(TEST_ARGS)
 
 bench: divan $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$(basename $$b)"; $$b || exit 1; done
@@ -108,4 +124,4 @@ format:
 clean:
 	rm -rf build divan
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FDBSIM_OBJ:.o=.d) $(BUILD)/src/main.d $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%.d)

@@ -32,12 +32,15 @@ static void usage(FILE *out) {
           "usage:\n"
           "  divan serve [--data DIR] [--config FILE] [--bind ADDR] [--port N] [--threads N]\n"
           "              [--max-request-size BYTES] [--max-document-size BYTES]\n"
-          "              [--idle-timeout SECONDS]\n"
+          "              [--idle-timeout SECONDS] [--fdb [CLUSTER_FILE]] [--fdb-library PATH]\n"
           "      start the server (defaults: --data ./data --bind 127.0.0.1 --port 5984;\n"
           "      --port 0 picks a free port; the listening line on stdout names it;\n"
           "      the ini file is --config FILE or DATA/local.ini; DIVAN_ADMIN=name:password\n"
           "      adds a server admin for this run; with no admin at all, one is created\n"
-          "      and its password printed once)\n"
+          "      and its password printed once; --fdb runs on a FoundationDB cluster\n"
+          "      instead of the embedded store in --data, through libfdb_c.so (or\n"
+          "      --fdb-library PATH); without CLUSTER_FILE, FDB's default cluster file;\n"
+          "      the ini's [fdb] cluster_file and library do the same)\n"
           "  divan inspect [--data DIR] [--db NAME]\n"
           "      print every key and value of the store decoded as tuples\n"
           "  divan --help       this text\n"
@@ -55,9 +58,12 @@ struct serve_opts {
   size_t max_doc;      /* max_document_size, 0 = default */
   int idle_timeout;    /* seconds before an idle connection is closed, 0 = default */
   int given;           /* GIVEN_*: set on the command line */
+  int fdb;             /* 1: run on FoundationDB (--fdb or [fdb] cluster_file) */
+  const char *cluster_file; /* --fdb's cluster file, NULL = FDB's default */
+  const char *fdb_library;  /* libfdb_c to load, NULL = "libfdb_c.so" */
 };
 
-enum { GIVEN_BIND = 1, GIVEN_PORT = 2 };
+enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4 };
 
 static int parse_port(const char *s, int *out) {
   char *end;
@@ -134,6 +140,14 @@ static int load_config(struct serve_opts *o, dv_config **out) {
   if (!rc) rc = opt_num(c, "chttpd", "max_http_request_size", &body, o->max_body != 0, 1, (long long)1 << 40);
   if (!rc) rc = opt_num(c, "couchdb", "max_document_size", &doc, o->max_doc != 0, 1, (long long)1 << 40);
   if (!rc) rc = opt_num(c, "chttpd", "idle_timeout", &idle, o->idle_timeout != 0, 1, 86400);
+  if (!rc) rc = opt_str(c, "fdb", "library", &o->fdb_library, (o->given & GIVEN_FDB_LIB) != 0);
+  if (!rc && !o->fdb) { /* [fdb] cluster_file = PATH, or "default" for FDB's own */
+    char *cf = config_get(c, "fdb", "cluster_file");
+    if (cf && *cf) {
+      o->fdb = 1;
+      o->cluster_file = strcmp(cf, "default") ? cf : NULL;
+    }
+  }
   o->port = (int)port;
   o->threads = (int)threads;
   o->max_body = (size_t)body;
@@ -193,12 +207,16 @@ static int first_admin(dv_config *c) {
 }
 
 static int cmd_serve(int argc, char **argv) {
-  struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0, 0, 0};
+  struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     size_t n;
     if (!strcmp(a, "--data") && v) o.data = v, i++;
+    else if (!strcmp(a, "--fdb")) { /* the cluster file is optional */
+      o.fdb = 1;
+      if (v && strncmp(v, "--", 2)) o.cluster_file = v, i++;
+    } else if (!strcmp(a, "--fdb-library") && v) o.fdb_library = v, o.given |= GIVEN_FDB_LIB, i++;
     else if (!strcmp(a, "--bind") && v) o.bind = v, o.given |= GIVEN_BIND, i++;
     else if (!strcmp(a, "--config") && v) o.config = v, i++;
     else if (!strcmp(a, "--port") && v) {
@@ -236,16 +254,25 @@ static int cmd_serve(int argc, char **argv) {
   store *st = NULL;
   http_server *h = NULL;
   dv_config *cfg = NULL;
-  kv_rocks_opts ko = {.create_if_missing = 1};
-  int rc = kv_open_rocks(o.data, &ko, &kv);
-  if (rc) {
-    fprintf(stderr, "divan: cannot open data directory %s: %s\n", o.data, dv_strerror(rc));
-    return 1;
-  }
-  rc = load_config(&o, &cfg);
-  if (rc) {
-    kv_close(kv);
-    return 1;
+  int rc = load_config(&o, &cfg);
+  if (rc) return 1;
+  if (o.fdb) {
+    kv_fdb_opts fo = {.library = o.fdb_library};
+    rc = kv_open_fdb(o.cluster_file, &fo, &kv);
+    if (rc) {
+      fprintf(stderr, "divan: cannot open FoundationDB (cluster file %s): %s\n",
+              o.cluster_file ? o.cluster_file : "default", dv_strerror(rc));
+      config_free(cfg);
+      return 1;
+    }
+  } else {
+    kv_rocks_opts ko = {.create_if_missing = 1};
+    rc = kv_open_rocks(o.data, &ko, &kv);
+    if (rc) {
+      fprintf(stderr, "divan: cannot open data directory %s: %s\n", o.data, dv_strerror(rc));
+      config_free(cfg);
+      return 1;
+    }
   }
   store_opts so = {.max_document_size = o.max_doc, .background = 1};
   rc = store_open(kv, &so, &st);
@@ -279,8 +306,12 @@ static int cmd_serve(int argc, char **argv) {
   snprintf(port_s, sizeof port_s, "%d", http_port(h));
   if (config_set(cfg, "chttpd", "port", port_s, 0, NULL)) fprintf(stderr, "divan: note: /_config shows the configured port\n");
   int v6 = strchr(o.bind, ':') != NULL;
-  printf("divan: listening on http://%s%s%s:%d/ (data %s)\n", v6 ? "[" : "", o.bind, v6 ? "]" : "",
-         http_port(h), o.data);
+  if (o.fdb)
+    printf("divan: listening on http://%s%s%s:%d/ (FoundationDB, cluster file %s)\n", v6 ? "[" : "", o.bind,
+           v6 ? "]" : "", http_port(h), o.cluster_file ? o.cluster_file : "default");
+  else
+    printf("divan: listening on http://%s%s%s:%d/ (data %s)\n", v6 ? "[" : "", o.bind, v6 ? "]" : "",
+           http_port(h), o.data);
   fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);

@@ -413,9 +413,12 @@ int kv_retry_delay_ms(kv_txn *t, int rc) {
 int kv_on_error(kv_txn *t, int rc) {
   int ms = kv_retry_delay_ms(t, rc);
   if (ms < 0) return rc;
-  /* not_committed retries at once the first time, as FDB does for
-   * conflicts: the conflict is resolved by the new read version. */
-  if (t->retries > 0 || rc != DV_ENOT_COMMITTED) {
+  if (t->m->on_error) { /* the backend's own (FDB's on_error future) */
+    int erc = t->m->on_error(t, rc);
+    if (erc) return fail(t, erc);
+  } else if (t->retries > 0 || rc != DV_ENOT_COMMITTED) {
+    /* not_committed retries at once the first time, as FDB does for
+     * conflicts: the conflict is resolved by the new read version. */
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
   }

@@ -93,6 +93,22 @@ typedef struct kv_rocks_opts {
  * DV_EIO / DV_ELOCKED / DV_ENOMEM / DV_ECORRUPT. */
 int kv_open_rocks(const char *path, const kv_rocks_opts *opts, kv_db **out_db) DV_MUST_CHECK;
 
+typedef struct kv_fdb_opts {
+  const char *library;     /* libfdb_c to dlopen; NULL = "libfdb_c.so" */
+} kv_fdb_opts;
+
+/* Open a FoundationDB cluster through libfdb_c, loaded with dlopen at the
+ * first call (kv/fdb.c). cluster_file NULL uses FDB's default (the
+ * FDB_CLUSTER_FILE variable, then /etc/foundationdb/fdb.cluster). The
+ * first call also selects the API version (710, or the library's highest
+ * if lower, not below 620) and starts FDB's network thread, which lives
+ * until the process exits; one process loads one library, so a later
+ * call naming another one gets DV_EINVAL. Any number of stores may be open
+ * on one cluster, in this or other processes. opts may be NULL. Returns 0
+ * and *out_db, or DV_ENOTSUP (no library, or one too old), DV_EIO (FDB
+ * refused: the cluster file), DV_ENOMEM, DV_EINVAL. */
+int kv_open_fdb(const char *cluster_file, const kv_fdb_opts *opts, kv_db **out_db) DV_MUST_CHECK;
+
 /* Close a store: waits for commits in flight, fails outstanding watches
  * with DV_ECANCELLED. All transactions must be destroyed first. NULL is a
  * no-op. */

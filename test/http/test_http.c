@@ -15,6 +15,17 @@ static void suite(const char *file) {
   ASSERT_EQ(rc, 0);
 }
 
+/* The same suite with every server on `divan serve --fdb` over the libfdb_c
+ * double ($DV_FDBSIM, which make test sets; test/node/lib/divan.js reads
+ * DIVAN_FDB). */
+static void suite_fdb(const char *file) {
+  const char *bin = getenv("DIVAN_BIN");
+  const char *lib = getenv("DV_FDBSIM");
+  ASSERT(bin != NULL && lib != NULL); /* make test sets them */
+  int rc = test_sh("TEST_TMPDIR='%s' DIVAN_BIN='%s' DIVAN_FDB='%s' node %s 2>&1", test_tmpdir(), bin, lib, file);
+  ASSERT_EQ(rc, 0);
+}
+
 TEST(http_server) { suite("test/node/http/server.test.js"); }
 TEST(http_limits) { suite("test/node/http/limits.test.js"); }
 TEST(http_doc) { suite("test/node/http/doc.test.js"); }
@@ -24,6 +35,15 @@ TEST(http_bulk) { suite("test/node/http/bulk.test.js"); }
 TEST(http_changes) { suite("test/node/http/changes.test.js"); }
 TEST(http_purge) { suite("test/node/http/purge.test.js"); }
 TEST(http_auth) { suite("test/node/http/auth.test.js"); }
+TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
+TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
+TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }
+TEST(fdb_http_att) { suite_fdb("test/node/http/att.test.js"); }
+TEST(fdb_http_docatt) { suite_fdb("test/node/http/docatt.test.js"); }
+TEST(fdb_http_bulk) { suite_fdb("test/node/http/bulk.test.js"); }
+TEST(fdb_http_changes) { suite_fdb("test/node/http/changes.test.js"); }
+TEST(fdb_http_purge) { suite_fdb("test/node/http/purge.test.js"); }
+TEST(fdb_http_auth) { suite_fdb("test/node/http/auth.test.js"); }
 TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
 TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
 TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }

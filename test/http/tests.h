@@ -1,6 +1,7 @@
 /* tests.h — the HTTP layer's tests: black-box suites in node that drive a
  * real `divan serve` (test/node/http/, test/node/clients/), one
- * runner test per suite; the unit tests of crypto.c (test_crypto.c),
+ * runner test per suite, and once more on `divan serve --fdb` over the
+ * libfdb_c double (fdb_http_*); the unit tests of crypto.c (test_crypto.c),
  * multipart.c (test_multipart.c) and hparse.c (test_hparse.c). */
 #define HTTP_TESTS(X)          \
   X(http_url_fuzz_smoke, 60)   \
@@ -78,4 +79,13 @@
   X(client_pouchdb_repl, 200)  \
   X(repl_replicate, 240)       \
   X(repl_replicator_db, 200)   \
-  X(repl_faults, 240)
+  X(repl_faults, 240)          \
+  X(fdb_http_server, 120)      \
+  X(fdb_http_limits, 120)      \
+  X(fdb_http_doc, 180)         \
+  X(fdb_http_att, 240)         \
+  X(fdb_http_docatt, 180)      \
+  X(fdb_http_bulk, 180)        \
+  X(fdb_http_changes, 180)     \
+  X(fdb_http_purge, 120)       \
+  X(fdb_http_auth, 120)

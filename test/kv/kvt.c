@@ -4,7 +4,9 @@
  * each backend and wraps the few multi-step calls the tests repeat.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "kv/kv_fault.h"
@@ -21,8 +23,66 @@ static int open_fault(const char *dir, kv_db **out) {
   return rc;
 }
 
-const kvt_backend kvt_rocks = {"rocks", open_rocks};
-const kvt_backend kvt_fault = {"fault", open_fault};
+/* ---- the libfdb_c double ---------------------------------------------------- */
+
+static const char *fdbsim_path(void) {
+  static char path[1024];
+  const char *p = getenv("DV_FDBSIM");
+  if (p) return p;
+  const char *b = getenv("DV_BUILD");
+  snprintf(path, sizeof path, "%s/fdbsim/libfdb_c.so", b ? b : "build/cc");
+  return path;
+}
+
+const char *kvt_fdbsim_cluster_file(const char *dir) {
+  char *path = NULL;
+  if (asprintf(&path, "%s.cluster", dir) < 0) abort();
+  FILE *f = fopen(path, "w");
+  ASSERTF(f != NULL, "cannot write %s", path);
+  fprintf(f, "divan:test@%s\n", dir);
+  fclose(f);
+  return path;
+}
+
+int kvt_fdbsim_open(const char *dir, kv_db **out) {
+  setenv("FDBSIM_NO_SYNC", "1", 0);
+  kv_fdb_opts o = {.library = fdbsim_path()};
+  return kv_open_fdb(kvt_fdbsim_cluster_file(dir), &o, out);
+}
+
+/* A function the loaded double exports (it is loaded by kv_open_fdb). */
+static void *fdbsim_sym(const char *name) {
+  void *h = dlopen(fdbsim_path(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERTF(h != NULL, "the fdb double is not loaded (%s)", fdbsim_path());
+  void *f = dlsym(h, name);
+  ASSERTF(f != NULL, "the fdb double has no %s", name);
+  dlclose(h);
+  return f;
+}
+
+void kvt_fdbsim_fault(const char *kind, double probability, long count) {
+  int (*fn)(const char *, double, long) = (int (*)(const char *, double, long))fdbsim_sym("fdbsim_set_fault");
+  ASSERTF(fn(kind, probability, count) == 0, "unknown fdbsim fault kind %s", kind);
+}
+
+long kvt_fdbsim_injected(const char *kind) {
+  long (*fn)(const char *) = (long (*)(const char *))fdbsim_sym("fdbsim_injected");
+  return fn(kind);
+}
+
+void kvt_fdbsim_clear(void) {
+  void (*fn)(void) = (void (*)(void))fdbsim_sym("fdbsim_clear_faults");
+  fn();
+}
+
+void kvt_fdbsim_seed(uint64_t seed) {
+  void (*fn)(uint64_t) = (void (*)(uint64_t))fdbsim_sym("fdbsim_seed");
+  fn(seed);
+}
+
+const kvt_backend kvt_rocks = {"rocks", open_rocks, 0};
+const kvt_backend kvt_fault = {"fault", open_fault, 0};
+const kvt_backend kvt_fdb = {"fdb", kvt_fdbsim_open, 1};
 
 const char *kvt_newdir(const char *tag) {
   static int n;

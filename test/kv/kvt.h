@@ -3,7 +3,8 @@
  * The contract suite runs every test against every backend: a test is
  * written once as KV_CONTRACT(name) { … } over a `be` (a kvt_backend, which
  * knows how to open a fresh store in a directory), and the macro defines
- * one runner test per backend: test_kv_<name>_rocks, test_kv_<name>_fault.
+ * one runner test per backend: test_kv_<name>_rocks, test_kv_<name>_fault,
+ * test_kv_<name>_fdb (src/kv/fdb.c over the libfdb_c double, test/fdbsim).
  * test/kv/tests.h lists them with KV_EACH_BACKEND(X, name, timeout). A new
  * backend (the fdb double) is one more line in each of the two macros.
  *
@@ -23,16 +24,33 @@
 typedef struct kvt_backend {
   const char *name;                             /* "rocks", "fault" */
   int (*open)(const char *dir, kv_db **out_db); /* open (create) a store in dir */
+  int shared;  /* 1: a cluster — a second open of dir succeeds and shares the data */
 } kvt_backend;
 
 extern const kvt_backend kvt_rocks; /* kv_open_rocks */
 extern const kvt_backend kvt_fault; /* kv_fault_wrap over kv_open_rocks, no faults */
+extern const kvt_backend kvt_fdb;   /* kv_open_fdb over the double, data in dir */
 
 #define KV_CONTRACT(name)                                               \
   static void contract_##name(const kvt_backend *be);                   \
   TEST(kv_##name##_rocks) { contract_##name(&kvt_rocks); }              \
   TEST(kv_##name##_fault) { contract_##name(&kvt_fault); }              \
+  TEST(kv_##name##_fdb) { contract_##name(&kvt_fdb); }                  \
   static void contract_##name(const kvt_backend *be)
+
+/* The libfdb_c double (test/fdbsim/libfdb_c.so, $DV_FDBSIM, which `make
+ * test` sets). kvt_fdbsim_open opens (kv_open_fdb) the double's "cluster"
+ * stored in dir, writing the cluster file dir.cluster that names it;
+ * several opens of one dir share one engine, as several processes share
+ * one cluster. The double's WAL is not synced (FDBSIM_NO_SYNC). The rest
+ * drive its fault injection (fdbsim.c lists the kinds) through the
+ * functions the library exports. */
+int kvt_fdbsim_open(const char *dir, kv_db **out_db);
+const char *kvt_fdbsim_cluster_file(const char *dir); /* writes it; static storage per call */
+void kvt_fdbsim_fault(const char *kind, double probability, long count);
+long kvt_fdbsim_injected(const char *kind);
+void kvt_fdbsim_clear(void);
+void kvt_fdbsim_seed(uint64_t seed);
 
 /* A fresh directory path under test_tmpdir() (not created yet). The
  * string is allocated per call and lives until the test process ends. */

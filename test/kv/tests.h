@@ -3,7 +3,8 @@
  * KV_EACH_BACKEND lists a contract test (test/kv/kvt.h KV_CONTRACT) once
  * per backend; a new backend is one more X() line here and one more TEST
  * line in KV_CONTRACT. */
-#define KV_EACH_BACKEND(X, name, timeout) X(kv_##name##_rocks, timeout) X(kv_##name##_fault, timeout)
+#define KV_EACH_BACKEND(X, name, timeout) \
+  X(kv_##name##_rocks, timeout) X(kv_##name##_fault, timeout) X(kv_##name##_fdb, timeout)
 
 #define KV_TESTS(X) \
   KV_EACH_BACKEND(X, serializable, 30) \
@@ -37,4 +38,7 @@
   X(kv_fault_kv_run, 20) \
   X(kv_fault_probability, 30) \
   X(kv_fault_threads, 30) \
-  X(kv_crash_rocks, 120)
+  X(kv_crash_rocks, 120) \
+  X(kv_fdb_open_errors, 20) \
+  X(kv_fdb_retry_limit, 20) \
+  X(kv_fdb_fault_classes, 30)

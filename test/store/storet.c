@@ -11,9 +11,23 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "kv/kvt.h"
 #include "storet.h"
 
 /* ---- opening ------------------------------------------------------------- */
+
+int storet_on_fdb(void) {
+  const char *b = getenv("DV_STORE_BACKEND");
+  return b && !strcmp(b, "fdb");
+}
+
+int storet_kv_open(const char *dir, int sync, kv_db **out_kv) {
+  if (storet_on_fdb()) return kvt_fdbsim_open(dir, out_kv);
+  kv_rocks_opts ko = {0};
+  ko.create_if_missing = 1;
+  ko.no_sync = !sync;
+  return kv_open_rocks(dir, &ko, out_kv);
+}
 
 storet *storet_open(const store_opts *opts, int sync, const char *dbname) {
   static int n;
@@ -21,11 +35,8 @@ storet *storet_open(const store_opts *opts, int sync, const char *dbname) {
   ASSERT(t != NULL);
   if (asprintf(&t->dir, "%s/store-%d", test_tmpdir(), n++) < 0) abort();
   arena_init(&t->a, 0);
-  kv_rocks_opts ko = {0};
-  ko.create_if_missing = 1;
-  ko.no_sync = !sync;
-  int rc = kv_open_rocks(t->dir, &ko, &t->kv);
-  ASSERTF(rc == 0, "kv_open_rocks %s: %s (%d)", t->dir, dv_err_name(rc), rc);
+  int rc = storet_kv_open(t->dir, sync, &t->kv);
+  ASSERTF(rc == 0, "kv open %s: %s (%d)", t->dir, dv_err_name(rc), rc);
   rc = store_open(t->kv, opts, &t->s);
   ASSERTF(rc == 0, "store_open: %s (%d)", dv_err_name(rc), rc);
   if (dbname) t->db = storet_create_db(t, dbname);

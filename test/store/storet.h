@@ -30,6 +30,15 @@ typedef struct storet {
   dv_arena a;      /* scratch arena for the test; reset it when convenient */
 } storet;
 
+/* Open the kv store the store tests run on, in directory dir (created if
+ * missing): the embedded engine (sync = 0 skips the WAL fsync), or — when
+ * storet_on_fdb() — the fdb backend over the libfdb_c double keeping its
+ * data in dir (test/kv/kvt.h kvt_fdbsim_open). Returns kv_open_*'s rc. */
+int storet_kv_open(const char *dir, int sync, kv_db **out_kv);
+/* 1 while the store tests run on the fdb backend: the test_fdb_* copies
+ * of the store tests (test_on_fdb.c) set DV_STORE_BACKEND=fdb. */
+int storet_on_fdb(void);
+
 /* Open a fresh kv store in a new directory under test_tmpdir() and a store
  * over it (opts may be NULL). sync = 0 skips the WAL fsync, for tests that
  * do not crash the process. dbname non-NULL: create that database and open

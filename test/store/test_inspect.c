@@ -9,6 +9,7 @@
 
 #include "cli/inspect.h"
 #include "store/store.h"
+#include "storet.h"
 #include "test.h"
 
 static dv_arena a;
@@ -76,11 +77,10 @@ static const char expected[] =
 TEST(store_inspect_keyspace) {
   char dir[512];
   snprintf(dir, sizeof dir, "%s/kv", test_tmpdir());
-  kv_rocks_opts o = {.no_sync = 1, .create_if_missing = 1};
   kv_db *kv;
   store *s;
   store_db *db;
-  ASSERT_OK(kv_open_rocks(dir, &o, &kv));
+  ASSERT_OK(storet_kv_open(dir, 0, &kv));
   ASSERT_OK(store_open(kv, NULL, &s));
   ASSERT_OK(store_db_create(s, "db"));
   ASSERT_OK(store_db_open(s, "db", &db));

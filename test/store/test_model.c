@@ -1052,10 +1052,8 @@ static void reopen(void) {
   store_db_close(t->db);
   store_close(t->s);
   kv_close(t->kv);
-  kv_rocks_opts ko = {0};
-  ko.no_sync = 1;
-  int rc = kv_open_rocks(t->dir, &ko, &t->kv);
-  ASSERTF(rc == 0, "kv_open_rocks again: %s", dv_err_name(rc));
+  int rc = storet_kv_open(t->dir, 0, &t->kv);
+  ASSERTF(rc == 0, "kv open again: %s", dv_err_name(rc));
   rc = store_open(t->kv, NULL, &t->s);
   ASSERTF(rc == 0, "store_open again: %s", dv_err_name(rc));
   rc = store_db_open(t->s, "model", &t->db);

@@ -510,9 +510,8 @@ TEST(store_purge_commit_unknown) {
   ASSERT(t->dir != NULL);
   sprintf(t->dir, "%s/kv", test_tmpdir());
   arena_init(&t->a, 0);
-  kv_rocks_opts ko = {.no_sync = 1, .create_if_missing = 1};
   kv_db *inner;
-  ASSERT_OK(kv_open_rocks(t->dir, &ko, &inner));
+  ASSERT_OK(storet_kv_open(t->dir, 0, &inner));
   ASSERT_OK(kv_fault_wrap(inner, &t->kv));
   ASSERT_OK(store_open(t->kv, NULL, &t->s));
   t->db = storet_create_db(t, "db");

@@ -11,6 +11,7 @@
 
 #include "kv/kv_fault.h"
 #include "store/store.h"
+#include "storet.h"
 #include "test.h"
 
 typedef struct st {
@@ -24,8 +25,7 @@ static void st_up(st *t, int fault) {
   static int seq;
   char dir[512];
   snprintf(dir, sizeof dir, "%s/kv%d", test_tmpdir(), seq++);
-  kv_rocks_opts o = {.no_sync = 1, .create_if_missing = 1};
-  ASSERT_OK(kv_open_rocks(dir, &o, &t->kv));
+  ASSERT_OK(storet_kv_open(dir, 0, &t->kv));
   if (fault) {
     kv_db *f;
     ASSERT_OK(kv_fault_wrap(t->kv, &f));
@@ -712,9 +712,8 @@ TEST(store_long_reads) {
 TEST(store_background_consumer) {
   char dir[512];
   snprintf(dir, sizeof dir, "%s/bg", test_tmpdir());
-  kv_rocks_opts ko = {.no_sync = 1, .create_if_missing = 1};
   kv_db *kv;
-  ASSERT_OK(kv_open_rocks(dir, &ko, &kv));
+  ASSERT_OK(storet_kv_open(dir, 0, &kv));
   store_opts so = {.background = 1, .db_updates_partitions = 3};
   store *s;
   ASSERT_OK(store_open(kv, &so, &s));

@@ -18,6 +18,12 @@
 // without them, for anonymous requests. opts.env adds environment
 // variables; opts.config writes DATA/local.ini before the start.
 //
+// With DIVAN_FDB=/path/to/libfdb_c.so (the test double, test/fdbsim) every
+// server runs on the fdb backend instead: `--fdb DATA/fdb.cluster
+// --fdb-library $DIVAN_FDB`, the cluster file naming DATA/fdb as the
+// double's data directory, so a restart on the same DATA sees the same
+// "cluster".
+//
 // runFile() is the whole life of a client test file (t.js tests):
 //
 //   runFile(__filename, { seconds: 85,            // the file's budget
@@ -36,6 +42,11 @@ function startDivan(opts = {}) {
   const bin = process.env.DIVAN_BIN ? path.resolve(process.env.DIVAN_BIN) : path.join(ROOT, 'divan');
   const dataDir = opts.dataDir || fs.mkdtempSync(path.join(process.env.TEST_TMPDIR || os.tmpdir(), 'divan-'));
   const args = ['serve', '--data', dataDir, '--bind', '127.0.0.1', '--port', '0', ...(opts.args || [])];
+  if (process.env.DIVAN_FDB) {
+    const cluster = path.join(dataDir, 'fdb.cluster');
+    if (!fs.existsSync(cluster)) fs.writeFileSync(cluster, `divan:test@${path.join(dataDir, 'fdb')}\n`);
+    args.push('--fdb', cluster, '--fdb-library', path.resolve(process.env.DIVAN_FDB));
+  }
   const admin = opts.admin === undefined ? { name: 'admin', password: 'testpass' } : opts.admin;
   const env = Object.assign({}, process.env, opts.env || {});
   delete env.DIVAN_ADMIN;
