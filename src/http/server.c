@@ -740,6 +740,10 @@ int http_start(store *st, const http_opts *o, http_server **out) {
     rc = DV_ENOMEM;
     goto fail;
   }
+  /* _replicator exists from the first start, as in CouchDB (like _users,
+   * which auth_setup creates); a failure here only delays it to the first
+   * document written there. */
+  (void)!store_db_create(st, "_replicator");
   /* The replicator reaches local databases through this server. */
   uint8_t rnd[16];
   if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)

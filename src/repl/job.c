@@ -404,7 +404,7 @@ static int write_docs(worker *w, dv_buf *docs, size_t *offs, size_t i, size_t k)
   int rc = req_json(&w->tgt, "POST", "_bulk_docs", (char *)b.p, b.len, &w->a, &st, &v);
   buf_free(&b);
   if (rc) {
-    werr(w, rc, 502, "replication_failed", "%s", w->tgt.err);
+    werr(w, rc, 500, "replication_failed", "%s", w->tgt.err);
     return rc;
   }
   if (st == 413 && k - i > 1) {
@@ -416,7 +416,7 @@ static int write_docs(worker *w, dv_buf *docs, size_t *offs, size_t i, size_t k)
     return DV_EINVAL;
   }
   if (st != 201 && st != 200 && st != 417) {
-    werr(w, DV_EIO, 502, "replication_failed", "_bulk_docs on %s: HTTP %ld %s", w->tgt.ep->url, st, why(v));
+    werr(w, DV_EIO, 500, "replication_failed", "_bulk_docs on %s: HTTP %ld %s", w->tgt.ep->url, st, why(v));
     return DV_EIO;
   }
   int64_t failed = 0;
@@ -454,7 +454,7 @@ static int put_related(worker *w, const char *id, const char *ctype, const uint8
   int rc = buf_error(&path) ? DV_ENOMEM : rh_do(&w->tgt, "PUT", (char *)path.p, NULL, ctype, p, n, &r);
   buf_free(&path);
   if (rc) {
-    werr(w, rc, 502, "replication_failed", "%s", w->tgt.err);
+    werr(w, rc, 500, "replication_failed", "%s", w->tgt.err);
     return rc;
   }
   long st = r.status;
@@ -465,7 +465,7 @@ static int put_related(worker *w, const char *id, const char *ctype, const uint8
   }
   if (st == 201 || st == 202) add(&w->x->j->n.docs_written, 1);
   else if (st >= 500) {
-    werr(w, DV_EIO, 502, "replication_failed", "PUT %s%s: HTTP %ld", w->tgt.ep->url, id, st);
+    werr(w, DV_EIO, 500, "replication_failed", "PUT %s%s: HTTP %ld", w->tgt.ep->url, id, st);
     return DV_EIO;
   } else add(&w->x->j->n.doc_write_failures, 1);
   return 0;
@@ -547,13 +547,13 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
                                  NULL, 0, &r);
   buf_free(&p);
   if (rc) {
-    werr(w, rc, 502, "replication_failed", "%s", w->src.err);
+    werr(w, rc, 500, "replication_failed", "%s", w->src.err);
     return rc;
   }
   if (r.status != 200) {
     rh_resp_free(&r);
     if (r.status == 404) return 0; /* gone meanwhile (purged): nothing to copy */
-    werr(w, DV_EIO, 502, "replication_failed", "GET %s%s: HTTP %ld", w->src.ep->url, id, r.status);
+    werr(w, DV_EIO, 500, "replication_failed", "GET %s%s: HTTP %ld", w->src.ep->url, id, r.status);
     return DV_EIO;
   }
   m->id = id;
@@ -566,7 +566,7 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
     if (!rc) rc = mp_finish(mp);
     mp_free(mp);
     rh_resp_free(&r);
-    if (rc && !w->rc) werr(w, rc, 502, "replication_failed", "bad multipart answer from %s%s", w->src.ep->url, id);
+    if (rc && !w->rc) werr(w, rc, 500, "replication_failed", "bad multipart answer from %s%s", w->src.ep->url, id);
     return rc;
   }
   json_val *v;
@@ -575,7 +575,7 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
   rc = json_parse(&w->a, r.body.p, r.body.len, &jo, &v, &je);
   rh_resp_free(&r);
   if (rc || v->type != JSON_ARRAY) {
-    werr(w, DV_EIO, 502, "replication_failed", "bad open_revs answer from %s%s", w->src.ep->url, id);
+    werr(w, DV_EIO, 500, "replication_failed", "bad open_revs answer from %s%s", w->src.ep->url, id);
     return DV_EIO;
   }
   for (size_t i = 0; i < v->len; i++) {
@@ -632,7 +632,7 @@ static void worker_slice(worker *w) {
   int rc = req_json(&w->tgt, "POST", "_revs_diff", (char *)b.p, b.len, &w->a, &st, &diff);
   buf_free(&b);
   if (rc) {
-    werr(w, rc, 502, "replication_failed", "%s", w->tgt.err);
+    werr(w, rc, 500, "replication_failed", "%s", w->tgt.err);
     return;
   }
   if (st == 401 || st == 403) {
@@ -640,7 +640,7 @@ static void worker_slice(worker *w) {
     return;
   }
   if (st != 200 || !diff || diff->type != JSON_OBJECT) {
-    werr(w, DV_EIO, 502, "replication_failed", "_revs_diff on %s: HTTP %ld %s", w->tgt.ep->url, st, why(diff));
+    werr(w, DV_EIO, 500, "replication_failed", "_revs_diff on %s: HTTP %ld %s", w->tgt.ep->url, st, why(diff));
     return;
   }
   add(&x->j->n.missing_checked, checked);
@@ -689,7 +689,7 @@ static void worker_slice(worker *w) {
                                        &st, &bg);
     buf_free(&b);
     if (rc) {
-      werr(w, rc, 502, "replication_failed", "%s", w->src.err);
+      werr(w, rc, 500, "replication_failed", "%s", w->src.err);
       goto out;
     }
     add(&x->j->n.bulk_get_attempts, (int64_t)nrevs);
@@ -709,7 +709,7 @@ static void worker_slice(worker *w) {
       werr(w, DV_EINVAL, 401, "unauthorized", "unauthorized to read %s: %s", w->src.ep->url, why(bg));
       goto out;
     } else if (st >= 500) {
-      werr(w, DV_EIO, 502, "replication_failed", "_bulk_get on %s: HTTP %ld", w->src.ep->url, st);
+      werr(w, DV_EIO, 500, "replication_failed", "_bulk_get on %s: HTTP %ld", w->src.ep->url, st);
       goto out;
     } else {
       __atomic_store_n(&x->bulk_get, 0, __ATOMIC_RELAXED); /* no _bulk_get there: open_revs from now on */
@@ -732,12 +732,12 @@ static void worker_slice(worker *w) {
       buf_free(&p);
       buf_free(&q);
       if (rc) {
-        werr(w, rc, 502, "replication_failed", "%s", w->src.err);
+        werr(w, rc, 500, "replication_failed", "%s", w->src.err);
         goto out;
       }
       if (st == 404) continue;
       if (st != 200 || !v || v->type != JSON_ARRAY) {
-        werr(w, DV_EIO, st == 401 || st == 403 ? 401 : 502, st == 401 || st == 403 ? "unauthorized" : "replication_failed",
+        werr(w, DV_EIO, st == 401 || st == 403 ? 401 : 500, st == 401 || st == 403 ? "unauthorized" : "replication_failed",
              "open_revs on %s: HTTP %ld", w->src.ep->url, st);
         goto out;
       }
@@ -849,7 +849,7 @@ static int changes(run *x, dv_arena *a, const char *since, int limit, int timeou
     return rc;
   }
   if (rc) {
-    repl_result_err(x->res, rc, 502, "replication_failed", "%s", x->src.err);
+    repl_result_err(x->res, rc, 500, "replication_failed", "%s", x->src.err);
     return rc;
   }
   if (st == 401 || st == 403) {
@@ -861,7 +861,7 @@ static int changes(run *x, dv_arena *a, const char *since, int limit, int timeou
     return DV_ENOT_FOUND;
   }
   if (st != 200 || !*out || (*out)->type != JSON_OBJECT) {
-    repl_result_err(x->res, DV_EIO, st == 400 ? 400 : 502, st == 400 ? "bad_request" : "replication_failed",
+    repl_result_err(x->res, DV_EIO, st == 400 ? 400 : 500, st == 400 ? "bad_request" : "replication_failed",
                     "_changes on %s: HTTP %ld %s", x->src.ep->url, st, why(*out));
     return st == 400 ? DV_EINVAL : DV_EIO;
   }
@@ -961,7 +961,7 @@ int job_run(rjob *j, repl_result *res) {
     if (pend && pend->type == JSON_NUMBER && !json_num_int64(pend->u.s, pend->len, &pv))
       __atomic_store_n(&j->n.changes_pending, pv, __ATOMIC_RELAXED);
     if (!rows || rows->type != JSON_ARRAY) {
-      repl_result_err(res, DV_EIO, 502, "replication_failed", "bad _changes answer from %s", s->source.url);
+      repl_result_err(res, DV_EIO, 500, "replication_failed", "bad _changes answer from %s", s->source.url);
       rc = DV_EIO;
       break;
     }

@@ -603,9 +603,6 @@ static void *listener_main(void *arg) {
     arena_free(&a);
     return NULL;
   }
-  /* the default replicator database exists from the start, as in CouchDB */
-  rh_resp r;
-  if (!rh_do(&l.c, "PUT", "_replicator", NULL, NULL, NULL, 0, &r)) rh_resp_free(&r);
   while (!m->stop) {
     listen_all(&l);
     if (m->stop) break;

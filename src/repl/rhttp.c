@@ -7,7 +7,8 @@
  *   check in the progress callback, connect/stall timeouts) ─▶ status,
  *   Content-Type and body in memory.
  *   No answer (connection refused or cut, timeout) or a 5xx/429 ─▶ wait
- *   250 ms, 500 ms, … (capped at 10 s) and again, up to `retries` times —
+ *   250 ms, 500 ms, … (capped at 10 s) and again, up to `retries` times
+ *   (not a 501: that answer will not change) —
  *   couch_replicator_httpc's rule. 4xx answers are the caller's.
  *   Bodies are held in memory: the replicator asks for bounded batches.
  */
@@ -219,7 +220,7 @@ int rh_do(rh_conn *c, const char *method, const char *path, const char *accept, 
       snprintf(c->err, sizeof c->err, "%s %s: %s", method, c->ep->url, curl_easy_strerror(cc));
       retry = 1;
     } else {
-      retry = out->status >= 500 || out->status == 429;
+      retry = (out->status >= 500 && out->status != 501) || out->status == 429; /* 501: it never will */
       if (retry)
         snprintf(c->err, sizeof c->err, "%s %s%s: HTTP %ld", method, c->ep->url, path, out->status);
     }

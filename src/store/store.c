@@ -339,7 +339,12 @@ int st_run(store *s, st_op *op) {
       if (op->keep) op->keep(op->arg);
     }
     rc = kv_on_error(txn, rc);
-    if (rc) break;
+    if (rc) {
+      /* a fatal error (timed out, retry limit) after an attempt that may
+       * have committed: the caller must not read it as "not applied" */
+      if (maybe && rc != DV_ECOMMIT_UNKNOWN) rc = DV_ECOMMIT_UNKNOWN;
+      break;
+    }
   }
 out:
   buf_free(&k);

@@ -18,6 +18,7 @@ const crypto = require('crypto');
 const PouchDB = require('pouchdb').plugin(require('pouchdb-adapter-memory'));
 const { test, req, eq, ok, leaves, pouchLeaves } = require('../lib/t');
 const { runFile } = require('../lib/divan');
+const { pool } = require('../lib/trees'); // at most `width` calls in flight, results in order
 
 const N_BRANCHED = 1000; // documents written as explicit revision branches
 const N_PLAIN = 200;     // documents written with server-made revisions
@@ -31,19 +32,6 @@ const expected = new Map(); // id → the sorted leaves written to the source
 const rev = (gen) => gen + '-' + crypto.randomBytes(16).toString('hex');
 const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 
-// Run fn over items with at most `width` calls in flight; results in order.
-async function pool(items, width, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  async function worker() {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i], i);
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
-  return out;
-}
 
 // Poll until fn() resolves truthy, or fail with what was waited for.
 async function until(what, fn) {

@@ -75,10 +75,11 @@ test('names with allowed specials and an encoded slash', async () => {
   eq(r.json.db_name, 'b/c');
 });
 
-test('system databases: _users exists from the first start, others can be created', async () => {
+test('system databases: _users and _replicator exist from the first start', async () => {
   eq((await req('PUT', U + '/_users')).status, 412);
-  eq((await req('PUT', U + '/_replicator')).status, 201);
+  eq((await req('PUT', U + '/_replicator')).status, 412);
   eq((await req('GET', U + '/_users')).json.db_name, '_users');
+  eq((await req('GET', U + '/_replicator')).json.db_name, '_replicator');
 });
 
 test('GET /db: CouchDB db info shape', async () => {
