@@ -13,7 +13,8 @@
  *     the Basic Authorization header left out (so a new password keeps the
  *     id, and the checkpoints), Port 'default' for 80/443/5984. A local
  *     endpoint is the binary DbName. Filter: [DocIds], [Selector] (EJSON),
- *     or [Code, QueryParams] for a design-document filter. Extensions
+ *     or [Code, QueryParams] for a design-document filter, then the atom
+ *     winning_revs_only when that is asked (its checkpoints are its own). Extensions
  *     "+continuous" and "+create_target" follow the base id.
  *
  * Erlang's external term format here covers what the id needs: lists,
@@ -637,7 +638,7 @@ int repl_id_make(const repl_spec *s, const char server_uuid[33], const char *fil
   dv_buf b;
   buf_init(&b);
   int user_filter = s->filter && strcmp(s->filter, "_doc_ids") && strcmp(s->filter, "_selector");
-  size_t n = 3 + (s->doc_ids || s->selector ? 1 : 0) + (user_filter ? 2 : 0);
+  size_t n = 3 + (s->doc_ids || s->selector ? 1 : 0) + (user_filter ? 2 : 0) + (s->winning_revs_only ? 1 : 0);
   buf_putc(&b, ET_VERSION);
   et_list(&b, n);
   et_binary(&b, server_uuid, strlen(server_uuid));
@@ -656,6 +657,9 @@ int repl_id_make(const repl_spec *s, const char server_uuid[33], const char *fil
   } else if (s->selector) {
     et_ejson(&b, s->selector);
   }
+  /* winning-revisions-only runs must not share checkpoints with full ones:
+   * a full run resuming from one would skip the conflicts it left out */
+  if (s->winning_revs_only) et_atom(&b, "winning_revs_only");
   et_list_end(&b);
   if (buf_error(&b)) {
     buf_free(&b);

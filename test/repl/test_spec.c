@@ -208,6 +208,7 @@ TEST(repl_id_rules) {
       "{\"source\":\"http://u:one@h/db\",\"target\":\"t2\"}",
       "{\"source\":\"http://u:one@h/db\",\"target\":\"t\",\"doc_ids\":[\"a\"]}",
       "{\"source\":\"http://u:one@h/db\",\"target\":\"t\",\"selector\":{\"a\":1}}",
+      "{\"source\":\"http://u:one@h/db\",\"target\":\"t\",\"winning_revs_only\":true}",
   };
   for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
     id_of(&a, other[i], NULL, b2, f);
