@@ -179,6 +179,8 @@ static void *job_thread(void *arg) {
     j->err = dv_strndup(msg, strlen(msg));
     int errors = j->error_count;
     pthread_mutex_unlock(&m->mu);
+    fprintf(stderr, "divan: replication %s%s%s crashed (%d in a row): %s\n", j->id, j->docid ? " of " : "",
+            j->docid ? j->docid : "", errors, msg);
     mgr_job_event(j, RJ_CRASHING, "crashed");
     buf_free(&res.body);
     dv_free(res.reason);
