@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "http/multipart.h"
 #include "repl/repl_int.h"
@@ -432,11 +433,14 @@ static int write_docs(worker *w, dv_buf *docs, size_t *offs, size_t i, size_t k)
 /* A doc rev with attachments: open_revs with content since the target's
  * ancestors, as multipart when the source offers it. JSON docs found go to
  * (docs, offs); multipart/related ones are PUT at once. */
+#define JOB_JSON_PART_MAX (64u << 20) /* a document's JSON part read into memory */
+
 typedef struct mpx {
   worker *w;
   const char *id;
   char ctype[256];
-  dv_buf part;
+  FILE *part;          /* the current part's bytes (a temporary file: any size) */
+  size_t part_len;
   dv_buf *docs;
   size_t **offs, *ndocs, *cap;
   int rc;
@@ -444,14 +448,15 @@ typedef struct mpx {
 
 static int push_doc(mpx *m, const json_val *doc);
 
-static int put_related(worker *w, const char *id, const char *ctype, const uint8_t *p, size_t n) {
+static int put_related(worker *w, const char *id, const char *ctype, FILE *body, size_t n) {
   dv_buf path;
   buf_init(&path);
   rh_escape(&path, id, strlen(id));
   buf_puts(&path, "?new_edits=false");
   buf_putc(&path, 0);
   rh_resp r;
-  int rc = buf_error(&path) ? DV_ENOMEM : rh_do(&w->tgt, "PUT", (char *)path.p, NULL, ctype, p, n, &r);
+  memset(&r, 0, sizeof r);
+  int rc = buf_error(&path) ? DV_ENOMEM : rh_do_file(&w->tgt, "PUT", (char *)path.p, NULL, ctype, NULL, n, body, &r);
   buf_free(&path);
   if (rc) {
     werr(w, rc, 500, "replication_failed", "%s", w->tgt.err);
@@ -483,27 +488,35 @@ static int mp_hdr(void *arg, const char *name, size_t nl, const char *value, siz
 static int mp_begin(void *arg) {
   mpx *m = arg;
   m->ctype[0] = 0;
-  buf_reset(&m->part);
-  return 0;
+  m->part_len = 0;
+  return fflush(m->part) || ftruncate(fileno(m->part), 0) || fseeko(m->part, 0, SEEK_SET) ? DV_EIO : 0;
 }
 static int mp_data(void *arg, const uint8_t *p, size_t n) {
   mpx *m = arg;
-  buf_append(&m->part, p, n);
-  return buf_error(&m->part) ? DV_ENOMEM : 0;
+  m->part_len += n;
+  return fwrite(p, 1, n, m->part) == n ? 0 : DV_EIO;
 }
 static int mp_end(void *arg) {
   mpx *m = arg;
-  if (!strncasecmp(m->ctype, "multipart/related", 17)) {
+  if (fflush(m->part) || fseeko(m->part, 0, SEEK_SET)) return DV_EIO;
+  if (!strncasecmp(m->ctype, "multipart/related", 17)) { /* a document and its attachments: as it came */
     add(&m->w->x->j->n.docs_read, 1);
-    return put_related(m->w, m->id, m->ctype, m->part.p, m->part.len) == DV_EINVAL ? DV_EINVAL : 0;
+    return put_related(m->w, m->id, m->ctype, m->part, m->part_len) == DV_EINVAL ? DV_EINVAL : 0;
   }
+  if (m->part_len > JOB_JSON_PART_MAX) return DV_EVALUE_TOO_LARGE;
+  char *text = dv_malloc(m->part_len + 1);
+  if (!text) return DV_ENOMEM;
+  int rc = fread(text, 1, m->part_len, m->part) == m->part_len ? 0 : DV_EIO;
   json_val *v;
   json_opts jo = {.flags = JSON_COPY | JSON_CSTR};
   json_err je;
-  if (json_parse(&m->w->a, m->part.p, m->part.len, &jo, &v, &je) || v->type != JSON_OBJECT) return 0;
-  if (json_obj_getz(v, "missing")) return 0;
-  add(&m->w->x->j->n.docs_read, 1);
-  return push_doc(m, v);
+  if (!rc && !json_parse(&m->w->a, text, m->part_len, &jo, &v, &je) && v->type == JSON_OBJECT &&
+      !json_obj_getz(v, "missing")) {
+    add(&m->w->x->j->n.docs_read, 1);
+    rc = push_doc(m, v);
+  }
+  dv_free(text);
+  return rc;
 }
 
 static int push_doc(mpx *m, const json_val *doc) {
@@ -540,51 +553,84 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
   }
   buf_free(&q);
   buf_putc(&p, 0);
+  /* The answer goes to a temporary file, and each multipart/related part
+   * to another, PUT from there: memory stays bounded whatever the
+   * attachments' size. */
   rh_resp r;
-  int rc = buf_error(&p) ? DV_ENOMEM
-                         : rh_do(&w->src, "GET", (char *)p.p,
-                                 w->x->multipart ? "multipart/mixed, application/json" : "application/json", NULL,
-                                 NULL, 0, &r);
+  memset(&r, 0, sizeof r);
+  r.sink = tmpfile();
+  m->part = r.sink ? tmpfile() : NULL;
+  int rc = !m->part ? DV_EIO
+           : buf_error(&p)
+               ? DV_ENOMEM
+               : rh_do_file(&w->src, "GET", (char *)p.p,
+                            w->x->multipart ? "multipart/mixed, application/json" : "application/json", NULL, NULL,
+                            0, NULL, &r);
   buf_free(&p);
+  FILE *ans = r.sink;
   if (rc) {
+    if (!m->part) snprintf(w->src.err, sizeof w->src.err, "cannot create a temporary file");
     werr(w, rc, 500, "replication_failed", "%s", w->src.err);
-    return rc;
+    goto done;
   }
   if (r.status != 200) {
     rh_resp_free(&r);
-    if (r.status == 404) return 0; /* gone meanwhile (purged): nothing to copy */
-    werr(w, DV_EIO, 500, "replication_failed", "GET %s%s: HTTP %ld", w->src.ep->url, id, r.status);
-    return DV_EIO;
+    if (r.status != 404) { /* 404: gone meanwhile (purged), nothing to copy */
+      werr(w, DV_EIO, 500, "replication_failed", "GET %s%s: HTTP %ld", w->src.ep->url, id, r.status);
+      rc = DV_EIO;
+    }
+    goto done;
   }
   m->id = id;
+  off_t size = fseeko(ans, 0, SEEK_END) ? -1 : ftello(ans);
+  if (size < 0 || fseeko(ans, 0, SEEK_SET)) {
+    werr(w, DV_EIO, 500, "replication_failed", "cannot read a temporary file");
+    rc = DV_EIO;
+    goto done;
+  }
   char boundary[MP_MAX_BOUNDARY + 1];
   if (!strncasecmp(r.ctype, "multipart/", 10) && !mp_boundary(r.ctype, boundary, sizeof boundary)) {
     mp_callbacks cb = {.part_begin = mp_begin, .header = mp_hdr, .data = mp_data, .part_end = mp_end};
     mp_parser *mp;
     rc = mp_new(boundary, &cb, m, 16384, 0, &mp);
-    if (!rc) rc = mp_feed(mp, r.body.p, r.body.len);
+    uint8_t chunk[65536];
+    size_t got;
+    while (!rc && (got = fread(chunk, 1, sizeof chunk, ans)) > 0) rc = mp_feed(mp, chunk, got);
     if (!rc) rc = mp_finish(mp);
     mp_free(mp);
     rh_resp_free(&r);
     if (rc && !w->rc) werr(w, rc, 500, "replication_failed", "bad multipart answer from %s%s", w->src.ep->url, id);
-    return rc;
+    goto done;
   }
-  json_val *v;
+  rh_resp_free(&r);
+  if ((size_t)size > JOB_JSON_PART_MAX) {
+    werr(w, DV_EIO, 500, "replication_failed", "open_revs answer of %s%s too large for JSON", w->src.ep->url, id);
+    rc = DV_EIO;
+    goto done;
+  }
+  char *text = dv_malloc((size_t)size + 1);
+  rc = !text ? DV_ENOMEM : fread(text, 1, (size_t)size, ans) == (size_t)size ? 0 : DV_EIO;
+  json_val *v = NULL;
   json_opts jo = {.flags = JSON_COPY | JSON_CSTR};
   json_err je;
-  rc = json_parse(&w->a, r.body.p, r.body.len, &jo, &v, &je);
-  rh_resp_free(&r);
+  if (!rc) rc = json_parse(&w->a, text, (size_t)size, &jo, &v, &je);
+  dv_free(text);
   if (rc || v->type != JSON_ARRAY) {
     werr(w, DV_EIO, 500, "replication_failed", "bad open_revs answer from %s%s", w->src.ep->url, id);
-    return DV_EIO;
+    rc = DV_EIO;
+    goto done;
   }
-  for (size_t i = 0; i < v->len; i++) {
+  for (size_t i = 0; i < v->len && !rc; i++) {
     const json_val *ok = json_obj_getz(v->u.items[i], "ok");
     if (!ok || ok->type != JSON_OBJECT) continue;
     add(&w->x->j->n.docs_read, 1);
-    if ((rc = push_doc(m, ok))) return rc;
+    rc = push_doc(m, ok);
   }
-  return 0;
+done:
+  if (ans) fclose(ans);
+  if (m->part) fclose(m->part);
+  m->part = NULL;
+  return rc;
 }
 
 static int has_atts(const json_val *doc) {
@@ -664,7 +710,6 @@ static void worker_slice(worker *w) {
   buf_init(&docs);
   size_t *offs = NULL, ndocs = 0, cap = 0;
   mpx m = {.w = w, .docs = &docs, .offs = &offs, .ndocs = &ndocs, .cap = &cap};
-  buf_init(&m.part);
   json_val *got = NULL; /* array of docs from _bulk_get / open_revs */
   if (__atomic_load_n(&x->bulk_get, __ATOMIC_RELAXED)) {
     buf_init(&b);
@@ -765,7 +810,6 @@ static void worker_slice(worker *w) {
   }
   if (!w->rc) (void)write_docs(w, &docs, offs, 0, ndocs);
 out:
-  buf_free(&m.part);
   buf_free(&docs);
   dv_free(offs);
 }

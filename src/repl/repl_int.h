@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "repl/repl.h"
 
@@ -23,8 +24,9 @@ typedef struct rh_conn {
 
 typedef struct rh_resp {
   long status;             /* HTTP status (0 before an answer) */
-  dv_buf body;             /* the answer's body */
+  dv_buf body;             /* the answer's body (unless sink) */
   char ctype[256];         /* its Content-Type */
+  FILE *sink;              /* rh_do_file: the body goes here instead */
 } rh_resp;
 
 int rh_global_init(void);
@@ -41,6 +43,12 @@ void rh_resp_free(rh_resp *r);
  * for application/json. */
 int rh_do(rh_conn *c, const char *method, const char *path, const char *accept, const char *ctype,
           const void *body, size_t len, rh_resp *out) DV_MUST_CHECK;
+
+/* rh_do with files: set out->sink (before the call) to receive the answer
+ * there (truncated before each attempt), and/or pass src (len bytes, sent
+ * from its start on each attempt) instead of body. */
+int rh_do_file(rh_conn *c, const char *method, const char *path, const char *accept, const char *ctype,
+               const void *body, size_t len, FILE *src, rh_resp *out) DV_MUST_CHECK;
 
 /* Append s percent-encoded for a URL path segment or query value. */
 void rh_escape(dv_buf *b, const char *s, size_t n);

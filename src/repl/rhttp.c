@@ -10,13 +10,16 @@
  *   250 ms, 500 ms, … (capped at 10 s) and again, up to `retries` times
  *   (not a 501: that answer will not change) —
  *   couch_replicator_httpc's rule. 4xx answers are the caller's.
- *   Bodies are held in memory: the replicator asks for bounded batches.
+ *   Bodies are held in memory (the replicator asks for bounded batches),
+ *   except with rh_do_file: an answer into a file (out->sink) and a body
+ *   from a file, for documents with attachments of any size.
  */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "repl/repl_int.h"
 #include "util/alloc.h"
@@ -61,8 +64,13 @@ void rh_escape(dv_buf *b, const char *s, size_t n) {
 
 static size_t on_body(char *p, size_t sz, size_t n, void *arg) {
   rh_resp *r = arg;
+  if (r->sink) return fwrite(p, 1, sz * n, r->sink);
   buf_append(&r->body, p, sz * n);
   return buf_error(&r->body) ? 0 : sz * n;
+}
+
+static size_t on_read(char *p, size_t sz, size_t n, void *arg) {
+  return fread(p, 1, sz * n, (FILE *)arg);
 }
 
 static size_t on_header(char *p, size_t sz, size_t n, void *arg) {
@@ -128,7 +136,7 @@ void rh_resp_free(rh_resp *r) {
 }
 
 static int once(rh_conn *c, const char *method, const char *url, const char *accept, const char *ctype,
-                const void *body, size_t len, rh_resp *out, CURLcode *cc) {
+                const void *body, size_t len, FILE *src, rh_resp *out, CURLcode *cc) {
   CURL *h = c->h;
   curl_easy_reset(h);
   struct curl_slist *l = NULL, *base = c->hdrs;
@@ -164,7 +172,13 @@ static int once(rh_conn *c, const char *method, const char *url, const char *acc
    * a target other than CouchDB or divan (pouchdb-server) does not take */
   if (!accept || strncmp(accept, "multipart/", 10)) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-  if (!strcmp(method, "GET")) {
+  if (src) { /* a body streamed from a file (PUT) */
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(h, CURLOPT_READDATA, src);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+    if (strcmp(method, "PUT")) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  } else if (!strcmp(method, "GET")) {
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   } else if (!strcmp(method, "HEAD")) {
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -186,6 +200,14 @@ oom:
 int rh_do(rh_conn *c, const char *method, const char *path, const char *accept, const char *ctype,
           const void *body, size_t len, rh_resp *out) {
   memset(out, 0, sizeof *out);
+  return rh_do_file(c, method, path, accept, ctype, body, len, NULL, out);
+}
+
+int rh_do_file(rh_conn *c, const char *method, const char *path, const char *accept, const char *ctype,
+               const void *body, size_t len, FILE *src, rh_resp *out) {
+  FILE *sink = out->sink;
+  memset(out, 0, sizeof *out);
+  out->sink = sink;
   buf_init(&out->body);
   dv_buf url;
   buf_init(&url);
@@ -206,11 +228,18 @@ int rh_do(rh_conn *c, const char *method, const char *path, const char *accept, 
     buf_reset(&out->body);
     out->status = 0;
     out->ctype[0] = 0;
-    if ((rc = once(c, method, (char *)url.p, accept, ctype, body, len, out, &cc))) break;
+    if (src) rewind(src); /* a retry sends the whole body again */
+    if (sink && (fflush(sink) || ftruncate(fileno(sink), 0) || fseeko(sink, 0, SEEK_SET))) {
+      snprintf(c->err, sizeof c->err, "cannot reset a temporary file");
+      rc = DV_EIO;
+      break;
+    }
+    if ((rc = once(c, method, (char *)url.p, accept, ctype, body, len, src, out, &cc))) break;
     if (cc == CURLE_ABORTED_BY_CALLBACK || (c->stop && *c->stop)) {
       rc = DV_ECANCELLED;
       break;
     }
+    if (sink && fflush(sink)) cc = CURLE_WRITE_ERROR;
     if (trace())
       fprintf(stderr, "repl: %s %s -> %ld (%s) %zu bytes: %.*s\n", method, (char *)url.p, out->status,
               cc == CURLE_OK ? "ok" : curl_easy_strerror(cc), out->body.len,
