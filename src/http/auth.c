@@ -366,6 +366,21 @@ static unsigned handlers_on(hreq *r) {
   return (strstr(h, "proxy_authentication_handler") ? H_PROXY : 0) | (strstr(h, "jwt_authentication_handler") ? H_JWT : 0);
 }
 
+/* "a,b,,c" into u->roles (empty names skipped), in r's arena; DV_ENOMEM. */
+static int split_roles(hreq *r, const char *roles, auser *u) {
+  size_t cap = 1;
+  for (const char *p = roles; *p; p++) cap += *p == ',';
+  u->roles = arena_alloc(&r->a, cap * sizeof *u->roles);
+  if (!u->roles) return DV_ENOMEM;
+  for (const char *p = roles; *p;) {
+    const char *e = strchr(p, ',');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    if (l) u->roles[u->nroles++] = arena_strndup(&r->a, p, l);
+    p += l + (e ? 1 : 0);
+  }
+  return 0;
+}
+
 static int auth_proxy(hreq *r) {
   const char *hn = cfg(r, "chttpd_auth", "x_auth_username");
   const char *hr = cfg(r, "chttpd_auth", "x_auth_roles");
@@ -387,19 +402,7 @@ static int auth_proxy(hreq *r) {
   memset(&u, 0, sizeof u);
   u.name = arena_strndup(&r->a, name, strlen(name));
   const char *roles = hreq_hdr(r, hr ? hr : "X-Auth-CouchDB-Roles");
-  if (roles) {
-    size_t cap = 1;
-    for (const char *p = roles; *p; p++) cap += *p == ',';
-    u.roles = arena_alloc(&r->a, cap * sizeof *u.roles);
-    if (!u.roles) return 0;
-    const char *p = roles;
-    while (*p) {
-      const char *e = strchr(p, ',');
-      size_t l = e ? (size_t)(e - p) : strlen(p);
-      if (l) u.roles[u.nroles++] = arena_strndup(&r->a, p, l);
-      p += l + (e ? 1 : 0);
-    }
-  }
+  if (roles && split_roles(r, roles, &u)) return 0;
   set_user(r, &u, "proxy");
   return 1;
 }
@@ -420,17 +423,7 @@ static int auth_replicator(hreq *r) {
   auser u;
   memset(&u, 0, sizeof u);
   u.name = semi > name ? arena_strndup(&r->a, name, (size_t)(semi - name)) : NULL;
-  const char *roles = semi + 1;
-  size_t cap = 1;
-  for (const char *p = roles; *p; p++) cap += *p == ',';
-  u.roles = arena_alloc(&r->a, cap * sizeof *u.roles);
-  if (!u.roles) return 0;
-  for (const char *p = roles; *p;) {
-    const char *e = strchr(p, ',');
-    size_t l = e ? (size_t)(e - p) : strlen(p);
-    if (l) u.roles[u.nroles++] = arena_strndup(&r->a, p, l);
-    p += l + (e ? 1 : 0);
-  }
+  if (split_roles(r, semi + 1, &u)) return 0;
   set_user(r, &u, "replicator");
   return 1;
 }

@@ -843,25 +843,16 @@ static int changes(run *x, dv_arena *a, const char *since, int limit, int timeou
   buf_puts(&p, "&since=");
   since_param(&p, a, since);
   const char *method = "GET";
-  if (s->doc_ids) {
-    buf_puts(&p, "&filter=_doc_ids");
+  if (s->doc_ids || s->selector) { /* POST {"doc_ids": […]} or {"selector": {…}} */
+    const char *k = s->doc_ids ? "doc_ids" : "selector";
+    buf_printf(&p, "&filter=_%s", k);
     json_w w;
     json_w_init(&w, &body);
     json_w_obj_begin(&w);
-    json_w_keyz(&w, "doc_ids");
-    json_w_val(&w, s->doc_ids);
+    json_w_keyz(&w, k);
+    json_w_val(&w, s->doc_ids ? s->doc_ids : s->selector);
     json_w_obj_end(&w);
-    if (json_w_finish(&w)) {}
-    method = "POST";
-  } else if (s->selector) {
-    buf_puts(&p, "&filter=_selector");
-    json_w w;
-    json_w_init(&w, &body);
-    json_w_obj_begin(&w);
-    json_w_keyz(&w, "selector");
-    json_w_val(&w, s->selector);
-    json_w_obj_end(&w);
-    if (json_w_finish(&w)) {}
+    if (json_w_finish(&w)) {} /* an out-of-memory buffer is seen below */
     method = "POST";
   } else if (s->filter) {
     buf_puts(&p, "&filter=");
