@@ -754,10 +754,14 @@ int http_start(store *st, const http_opts *o, http_server **out) {
   if (!strcmp(host, "0.0.0.0")) host = "127.0.0.1";
   if (!strcmp(host, "::")) host = "::1";
   snprintf(base, sizeof base, strchr(host, ':') ? "http://[%s]:%d/" : "http://%s:%d/", host, s->port);
-  repl_opts ro = {.local_base = base, .internal_header = HTTP_REPL_HEADER, .internal_token = s->repl_token,
+  char ident[512], hostname[256] = "";
+  if (gethostname(hostname, sizeof hostname - 1)) hostname[0] = 0;
+  snprintf(ident, sizeof ident, "%s|%s|%d", hostname, s->o.data_dir ? s->o.data_dir : "", o->port);
+  repl_opts ro = {.local_base = base, .identity = ident, .internal_header = HTTP_REPL_HEADER, .internal_token = s->repl_token,
                   .server_uuid = s->uuid,
                   .retry_initial_ms = (int)config_get_int(s->o.config, "replicator", "retry_initial_ms", 1000),
-                  .retry_max_ms = (int)config_get_int(s->o.config, "replicator", "retry_max_ms", 60000)};
+                  .retry_max_ms = (int)config_get_int(s->o.config, "replicator", "retry_max_ms", 60000),
+                  .lease_ms = (int)config_get_int(s->o.config, "replicator", "lease_ms", 30000)};
   if (repl_mgr_start(&ro, &s->repl)) s->repl = NULL; /* replication unavailable; the rest serves */
   *out = s;
   return 0;

@@ -931,18 +931,18 @@ static int process_batch(run *x, worker *ws, int nw, json_val *rows) {
 
 int job_run(rjob *j, repl_result *res) {
   const repl_spec *s = &j->spec;
-  run x = {.j = j, .s = s, .stop = &j->stop, .bulk_get = s->use_bulk_get, .res = res};
+  run x = {.j = j, .s = s, .stop = &j->halt, .bulk_get = s->use_bulk_get, .res = res};
   arena_init(&x.a, 0);
   int nw = s->worker_processes < s->http_connections ? s->worker_processes : s->http_connections;
   worker *ws = dv_calloc((size_t)nw, sizeof *ws);
   int rc = ws ? 0 : DV_ENOMEM;
-  if (!rc) rc = rh_init(&x.src, &s->source, s->connection_timeout_ms, s->retries_per_request, &j->stop);
-  if (!rc) rc = rh_init(&x.tgt, &s->target, s->connection_timeout_ms, s->retries_per_request, &j->stop);
+  if (!rc) rc = rh_init(&x.src, &s->source, s->connection_timeout_ms, s->retries_per_request, &j->halt);
+  if (!rc) rc = rh_init(&x.tgt, &s->target, s->connection_timeout_ms, s->retries_per_request, &j->halt);
   for (int i = 0; !rc && i < nw; i++) {
     ws[i].x = &x;
     arena_init(&ws[i].a, 0);
-    rc = rh_init(&ws[i].src, &s->source, s->connection_timeout_ms, s->retries_per_request, &j->stop);
-    if (!rc) rc = rh_init(&ws[i].tgt, &s->target, s->connection_timeout_ms, s->retries_per_request, &j->stop);
+    rc = rh_init(&ws[i].src, &s->source, s->connection_timeout_ms, s->retries_per_request, &j->halt);
+    if (!rc) rc = rh_init(&ws[i].tgt, &s->target, s->connection_timeout_ms, s->retries_per_request, &j->halt);
   }
   if (rc) {
     repl_result_err(res, rc, 500, "internal_server_error", "Cannot start the replication: out of memory.");
@@ -1026,7 +1026,7 @@ int job_run(rjob *j, repl_result *res) {
       dirty = 0;
     }
     if (done) break;
-    if (j->stop) {
+    if (j->halt) {
       rc = DV_ECANCELLED;
       repl_result_err(res, rc, 500, "cancelled", "The replication was cancelled.");
       break;

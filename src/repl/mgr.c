@@ -32,6 +32,7 @@
 
 #include "repl/repl_int.h"
 #include "util/alloc.h"
+#include "util/md5.h"
 
 #define NODE "divan@127.0.0.1"
 #define LISTEN_WAIT_S 5
@@ -146,11 +147,163 @@ static int backoff_ms(repl_mgr *m, int errors) {
 }
 
 static void doc_mark(repl_mgr *m, rjob *j, const char *state, const char *reason);
+static int admin_ep(repl_mgr *m, dv_arena *a, repl_ep *e);
+static rjob *doc_job(repl_mgr *m, const char *db, const char *docid);
+
+/* ---- leases: one process runs each _replicator document's job ----------------------
+ *
+ * Several divan processes may serve one FoundationDB cluster, and each one's
+ * listener sees every _replicator document. A job runs only in the process
+ * holding its lease: the local document DB/_local/repl-lease:DOCID =
+ * {"owner": <this process's id>, "expires": <wall ms>, "doc": DOCID}, the
+ * id an md5 of repl_opts.identity (host, data directory, configured port),
+ * so a process restarted in place takes its leases back at once.
+ * Taking or renewing it is a read and a rev-checked write, so two
+ * processes racing for it cannot both win (409). The holder renews it every
+ * lease_ms/3 (the listener thread does); a job whose lease another process
+ * took ends its run and waits; a process that dies stops renewing, and
+ * after lease_ms another one takes over, resuming from the checkpoint.
+ * Leases are released (expires 0) when a job ends. */
+
+/* 1: this process holds the lease now (taken, renewed or released); 0:
+ * another live process holds it; -1: this server did not answer. */
+static int lease_try(repl_mgr *m, const char *db, const char *docid, int release) {
+  dv_arena a;
+  arena_init(&a, 0);
+  repl_ep e;
+  rh_conn c;
+  if (admin_ep(m, &a, &e) || rh_init(&c, &e, 10000, 1, NULL)) {
+    arena_free(&a);
+    return -1;
+  }
+  dv_buf p, b;
+  buf_init(&p);
+  buf_init(&b);
+  rh_escape(&p, db, strlen(db));
+  buf_puts(&p, "/_local/");
+  buf_puts(&b, "repl-lease:");
+  buf_puts(&b, docid);
+  rh_escape(&p, (char *)b.p, b.len);
+  buf_putc(&p, 0);
+  int result = buf_error(&p) || buf_error(&b) ? -1 : 0;
+  for (int attempt = 0; !result && attempt < 2; attempt++) {
+    rh_resp r;
+    if (rh_do(&c, "GET", (char *)p.p, NULL, NULL, NULL, 0, &r)) {
+      result = -1;
+      break;
+    }
+    json_val *v = NULL;
+    json_opts jo = {.flags = JSON_COPY | JSON_CSTR};
+    json_err je;
+    if (r.status == 200 && (json_parse(&a, r.body.p, r.body.len, &jo, &v, &je) || v->type != JSON_OBJECT)) v = NULL;
+    long st = r.status;
+    rh_resp_free(&r);
+    if (st != 200 && st != 404) {
+      result = -1;
+      break;
+    }
+    const json_val *ov = v ? json_obj_getz(v, "owner") : NULL, *xv = v ? json_obj_getz(v, "expires") : NULL;
+    const json_val *rv = v ? json_obj_getz(v, "_rev") : NULL;
+    int mine = ov && ov->type == JSON_STRING && !strcmp(ov->u.s, m->owner);
+    int64_t expires = 0;
+    if (xv && xv->type == JSON_NUMBER && json_num_int64(xv->u.s, xv->len, &expires)) expires = 0;
+    if (release && !mine) {
+      result = 1; /* nothing of ours to give back */
+      break;
+    }
+    if (!release && !mine && ov && expires > wall_ms()) break; /* 0: held elsewhere */
+    buf_reset(&b);
+    json_w w;
+    json_w_init(&w, &b);
+    json_w_obj_begin(&w);
+    if (rv && rv->type == JSON_STRING) {
+      json_w_keyz(&w, "_rev");
+      json_w_strz(&w, rv->u.s);
+    }
+    json_w_keyz(&w, "owner");
+    json_w_strz(&w, m->owner);
+    json_w_keyz(&w, "expires");
+    json_w_int(&w, release ? 0 : wall_ms() + m->o.lease_ms);
+    json_w_keyz(&w, "doc");
+    json_w_strz(&w, docid);
+    json_w_obj_end(&w);
+    if (json_w_finish(&w) || rh_do(&c, "PUT", (char *)p.p, NULL, "application/json", b.p, b.len, &r)) {
+      result = -1;
+      break;
+    }
+    st = r.status;
+    rh_resp_free(&r);
+    if (st == 201 || st == 200) result = 1;
+    else if (st != 409) result = -1; /* 409: another process wrote it first: look again */
+  }
+  buf_free(&p);
+  buf_free(&b);
+  rh_free(&c);
+  arena_free(&a);
+  return result;
+}
+
+/* A document job waits for its lease: 0 once held, -1 when stopped. */
+static int lease_wait(repl_mgr *m, rjob *j) {
+  int said = 0;
+  for (;;) {
+    int got = lease_try(m, j->db, j->docid, 0);
+    if (got == 1) {
+      pthread_mutex_lock(&m->mu);
+      j->leased = 1;
+      j->lease_lost = 0;
+      j->halt = j->stop;
+      j->lease_renew_ms = wall_ms() + m->o.lease_ms / 3;
+      pthread_mutex_unlock(&m->mu);
+      return 0;
+    }
+    if (!said) {
+      pthread_mutex_lock(&m->mu);
+      dv_free(j->err);
+      const char *why = got ? "waiting for this server to answer" : "another divan process runs this replication";
+      j->err = dv_strndup(why, strlen(why));
+      pthread_mutex_unlock(&m->mu);
+      mgr_job_event(j, RJ_PENDING, "pending");
+      said = 1;
+    }
+    if (rh_sleep(&j->stop, m->o.lease_ms / 3)) return -1;
+  }
+}
+
+/* The listener renews the leases that are due; a lost one halts its run. */
+static void lease_renew_due(repl_mgr *m) {
+  enum { MAXR = 64 };
+  char *db[MAXR], *doc[MAXR];
+  int n = 0;
+  int64_t now = wall_ms();
+  pthread_mutex_lock(&m->mu);
+  for (rjob *j = m->jobs; j && n < MAXR; j = j->next)
+    if (j->db && j->leased && !j->finished && !j->stop && now >= j->lease_renew_ms) {
+      db[n] = dv_strndup(j->db, strlen(j->db));
+      doc[n] = dv_strndup(j->docid, strlen(j->docid));
+      if (db[n] && doc[n]) n++;
+      else dv_free(db[n]), dv_free(doc[n]);
+    }
+  pthread_mutex_unlock(&m->mu);
+  for (int i = 0; i < n; i++) {
+    int got = lease_try(m, db[i], doc[i], 0);
+    pthread_mutex_lock(&m->mu);
+    rjob *j = doc_job(m, db[i], doc[i]); /* under m->mu */
+    if (j && j->leased && !j->finished) {
+      if (got == 1) j->lease_renew_ms = wall_ms() + m->o.lease_ms / 3;
+      else if (got == 0) j->lease_lost = j->halt = 1;
+    }
+    pthread_mutex_unlock(&m->mu);
+    dv_free(db[i]);
+    dv_free(doc[i]);
+  }
+}
 
 static void *job_thread(void *arg) {
   rjob *j = arg;
   repl_mgr *m = j->m;
   for (;;) {
+    if (j->db && !j->leased && lease_wait(m, j)) break;
     repl_result res = {0};
     int rc = job_run(j, &res);
     if (j->done) { /* transient one-shot: answer the request, then go */
@@ -163,6 +316,15 @@ static void *job_thread(void *arg) {
       buf_free(&res.body);
       dv_free(res.reason);
       break;
+    }
+    if (j->lease_lost) { /* another process took the job over: wait for it again */
+      buf_free(&res.body);
+      dv_free(res.reason);
+      pthread_mutex_lock(&m->mu);
+      j->leased = j->lease_lost = 0;
+      j->halt = j->stop;
+      pthread_mutex_unlock(&m->mu);
+      continue;
     }
     if (!rc) { /* a one-shot document job completed */
       mgr_job_event(j, RJ_COMPLETED, "finished");
@@ -187,6 +349,7 @@ static void *job_thread(void *arg) {
     if (rh_sleep(&j->stop, backoff_ms(m, errors))) break;
     mgr_job_event(j, RJ_PENDING, NULL);
   }
+  if (j->db && j->leased) (void)lease_try(m, j->db, j->docid, 1);
   pthread_mutex_lock(&m->mu);
   j->finished = 1;
   int transient = !j->db;
@@ -239,7 +402,7 @@ static int job_start(repl_mgr *m, rjob *j) {
 /* Stop a job and wait for its thread (caller does not hold m->mu). */
 static void job_stop_wait(repl_mgr *m, rjob *j) {
   pthread_mutex_lock(&m->mu);
-  j->stop = 1;
+  j->stop = j->halt = 1;
   while (j->has_thread && !j->finished) pthread_cond_wait(&m->cv, &m->mu);
   pthread_mutex_unlock(&m->mu);
 }
@@ -272,7 +435,7 @@ int repl_submit(repl_mgr *m, const repl_spec *spec, repl_done_cb done, void *arg
         break;
       }
     if (found) {
-      found->stop = 1;
+      found->stop = found->halt = 1;
       snprintf(out_id, REPL_ID_MAX, "%s", found->id);
     }
     pthread_mutex_unlock(&m->mu);
@@ -548,7 +711,8 @@ static void listen_all(listener *l) {
 /* Wait for any database update (or LISTEN_WAIT_S). */
 static void listen_wait(listener *l) {
   char path[512];
-  snprintf(path, sizeof path, "_db_updates?feed=longpoll&timeout=%d&since=", LISTEN_WAIT_S * 1000);
+  int wait_ms = LISTEN_WAIT_S * 1000 < l->m->o.lease_ms / 3 ? LISTEN_WAIT_S * 1000 : l->m->o.lease_ms / 3;
+  snprintf(path, sizeof path, "_db_updates?feed=longpoll&timeout=%d&since=", wait_ms);
   dv_buf p;
   buf_init(&p);
   buf_puts(&p, path);
@@ -607,6 +771,7 @@ static void *listener_main(void *arg) {
   }
   while (!m->stop) {
     listen_all(&l);
+    lease_renew_due(m);
     if (m->stop) break;
     listen_wait(&l);
   }
@@ -690,6 +855,20 @@ int repl_mgr_start(const repl_opts *o, repl_mgr **out) {
   m->o = *o;
   if (!m->o.retry_initial_ms) m->o.retry_initial_ms = 1000;
   if (!m->o.retry_max_ms) m->o.retry_max_ms = 60000;
+  if (m->o.lease_ms < 300) m->o.lease_ms = 30000;
+  uint8_t rnd[16];
+  if (o->identity) {
+    dv_md5 c;
+    dv_md5_init(&c);
+    dv_md5_update(&c, o->identity, strlen(o->identity));
+    dv_md5_final(&c, rnd);
+  } else {
+    FILE *ur = fopen("/dev/urandom", "rb");
+    if (!ur || fread(rnd, 1, sizeof rnd, ur) != sizeof rnd)
+      for (size_t i = 0; i < sizeof rnd; i++) rnd[i] = (uint8_t)(rand() ^ (int)wall_ms() ^ (int)(i * 131));
+    if (ur) fclose(ur);
+  }
+  for (size_t i = 0; i < sizeof rnd; i++) snprintf(m->owner + 2 * i, 3, "%02x", rnd[i]);
   snprintf(m->local_base, sizeof m->local_base, "%s", o->local_base);
   snprintf(m->header, sizeof m->header, "%s", o->internal_header);
   snprintf(m->token, sizeof m->token, "%s", o->internal_token);
@@ -705,7 +884,7 @@ void repl_mgr_stop(repl_mgr *m) {
   if (!m) return;
   pthread_mutex_lock(&m->mu);
   m->stop = 1;
-  for (rjob *j = m->jobs; j; j = j->next) j->stop = 1;
+  for (rjob *j = m->jobs; j; j = j->next) j->stop = j->halt = 1;
   pthread_mutex_unlock(&m->mu);
   if (m->has_listener) pthread_join(m->listener, NULL);
   pthread_mutex_lock(&m->mu);

@@ -99,6 +99,11 @@ typedef struct repl_opts {
   const char *server_uuid;     /* 32 hex, for replication ids */
   int retry_initial_ms;        /* first backoff of a crashing job (0: 1000) */
   int retry_max_ms;            /* backoff cap (0: 60000) */
+  int lease_ms;                /* how long a _replicator job's lease lasts (0: 30000) */
+  const char *identity;        /* names this process among those sharing a cluster and
+                                  stays the same across its restarts (host, data
+                                  directory, configured port), so a restarted process
+                                  takes its leases back at once; NULL: random */
 } repl_opts;
 
 int repl_mgr_start(const repl_opts *o, repl_mgr **out) DV_MUST_CHECK;

@@ -82,6 +82,10 @@ typedef struct rjob {
   pthread_t th;
   int has_thread;
   volatile int stop;       /* ask the thread to end */
+  volatile int halt;       /* end the current run (stop, or the lease went elsewhere) */
+  int leased;              /* a document job holds its lease (mgr.c) */
+  int lease_lost;          /* another process took it: wait and try again */
+  int64_t lease_renew_ms;  /* when to renew it */
   /* under m->mu */
   int state;
   int error_count;
@@ -109,6 +113,7 @@ void repl_result_err(repl_result *res, int rc, int status, const char *error, co
 
 struct repl_mgr {
   repl_opts o;
+  char owner[33];          /* this process, in the leases of _replicator jobs */
   char local_base[256];
   char header[64], token[80], uuid[33];
   pthread_mutex_t mu;

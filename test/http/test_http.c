@@ -53,6 +53,7 @@ TEST(repl_replicate) { suite("test/node/repl/replicate.test.js"); }
 TEST(repl_replicator_db) { suite("test/node/repl/replicator_db.test.js"); }
 TEST(repl_faults) { suite("test/node/repl/faults.test.js"); }
 TEST(repl_bigatt) { suite("test/node/repl/bigatt.test.js"); }
+TEST(repl_lease) { suite("test/node/repl/lease.test.js"); }
 
 /* The router's percent-decoding under libFuzzer for 20 s (make fuzz runs it
  * longer). */

@@ -81,6 +81,7 @@
   X(repl_replicator_db, 200)   \
   X(repl_faults, 240)          \
   X(repl_bigatt, 180)          \
+  X(repl_lease, 120)           \
   X(fdb_http_server, 120)      \
   X(fdb_http_limits, 120)      \
   X(fdb_http_doc, 180)         \

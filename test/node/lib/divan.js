@@ -27,6 +27,7 @@
 // runFile() is the whole life of a client test file (t.js tests):
 //
 //   runFile(__filename, { seconds: 85,            // the file's budget
+//     divan: { config: '[x]\ny = 1\n' },          // startDivan's options (optional)
 //     started: ({ srv, base }) => { ... },        // srv null with DIVAN_URL
 //     finished: async () => { ... } });           // before the server stops
 'use strict';
@@ -96,7 +97,7 @@ function startDivan(opts = {}) {
 // an unhandled rejection the file fails at once and its server is killed
 // (SIGKILL by PID). A server that does not exit 0 on SIGTERM (a sanitizer
 // report, a crash) fails the file too. Ends the process.
-function runFile(filename, { seconds, started = () => {}, finished = async () => {} }) {
+function runFile(filename, { seconds, started = () => {}, finished = async () => {}, divan = {} }) {
   const name = path.basename(filename);
   let srv = null;
   const bail = (why) => {
@@ -111,7 +112,7 @@ function runFile(filename, { seconds, started = () => {}, finished = async () =>
     const t0 = Date.now();
     let base;
     if (process.env.DIVAN_URL) base = process.env.DIVAN_URL.replace(/\/$/, '');
-    else { srv = await startDivan(); base = srv.url; }
+    else { srv = await startDivan(divan); base = srv.url; } // divan: startDivan's options (config, env, …)
     await started({ srv, base });
     try {
       await run();
