@@ -84,7 +84,6 @@ typedef struct run {
   rjob *j;
   const repl_spec *s;
   rh_conn src, tgt;          /* the control connections */
-  volatile int *stop;
   int bulk_get;              /* 1 while the source answers _bulk_get */
   int multipart;             /* 1: the target takes CouchDB's multipart PUT with
                                 gzip-encoded parts (CouchDB, divan); else
@@ -822,15 +821,6 @@ static void *worker_main(void *arg) {
 
 /* ---- 3. the changes loop ----------------------------------------------------------------- */
 
-/* since=… for a URL: a JSON string's value, or a number's text. */
-static void since_param(dv_buf *p, dv_arena *a, const char *seq) {
-  json_val *v;
-  json_err je;
-  if (seq && !json_parse(a, seq, strlen(seq), NULL, &v, &je) && v->type == JSON_STRING) rh_escape(p, v->u.s, v->len);
-  else if (seq) rh_escape(p, seq, strlen(seq));
-  else buf_putc(p, '0');
-}
-
 static int changes(run *x, dv_arena *a, const char *since, int limit, int timeout_ms, json_val **out) {
   const repl_spec *s = x->s;
   dv_buf p, body;
@@ -841,7 +831,7 @@ static int changes(run *x, dv_arena *a, const char *since, int limit, int timeou
   else if (s->continuous) buf_printf(&p, "&heartbeat=%d", JOB_HEARTBEAT_MS);
   if (!s->winning_revs_only) buf_puts(&p, "&style=all_docs");
   buf_puts(&p, "&since=");
-  since_param(&p, a, since);
+  rh_seq_param(&p, a, since);
   const char *method = "GET";
   if (s->doc_ids || s->selector) { /* POST {"doc_ids": […]} or {"selector": {…}} */
     const char *k = s->doc_ids ? "doc_ids" : "selector";
@@ -931,7 +921,7 @@ static int process_batch(run *x, worker *ws, int nw, json_val *rows) {
 
 int job_run(rjob *j, repl_result *res) {
   const repl_spec *s = &j->spec;
-  run x = {.j = j, .s = s, .stop = &j->halt, .bulk_get = s->use_bulk_get, .res = res};
+  run x = {.j = j, .s = s, .bulk_get = s->use_bulk_get, .res = res};
   arena_init(&x.a, 0);
   int nw = s->worker_processes < s->http_connections ? s->worker_processes : s->http_connections;
   worker *ws = dv_calloc((size_t)nw, sizeof *ws);

@@ -50,6 +50,10 @@ int rh_do(rh_conn *c, const char *method, const char *path, const char *accept, 
 int rh_do_file(rh_conn *c, const char *method, const char *path, const char *accept, const char *ctype,
                const void *body, size_t len, FILE *src, rh_resp *out) DV_MUST_CHECK;
 
+/* Append a seq (JSON text: CouchDB's are strings or numbers; NULL is 0) as
+ * the value of since=: a string's value or a number's text, escaped. */
+void rh_seq_param(dv_buf *p, dv_arena *a, const char *seq);
+
 /* Append s percent-encoded for a URL path segment or query value. */
 void rh_escape(dv_buf *b, const char *s, size_t n);
 
@@ -76,7 +80,8 @@ typedef struct rjob {
   char id[REPL_ID_MAX];    /* full id (with extensions) */
   char base_id[33];
   char *db, *docid;        /* its _replicator document, or NULL (transient) */
-  char *doc_rev;           /* that document's rev when read */
+  char *spec_text;         /* its replication fields as JSON text, to tell
+                              a real change from the manager's own state writes */
   repl_done_cb done;       /* one-shot POST /_replicate waiter */
   void *done_arg;
   pthread_t th;

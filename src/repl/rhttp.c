@@ -47,6 +47,14 @@ int rh_sleep(volatile int *stop, int ms) {
   return stop && *stop;
 }
 
+void rh_seq_param(dv_buf *p, dv_arena *a, const char *seq) {
+  json_val *v;
+  json_err je;
+  if (seq && !json_parse(a, seq, strlen(seq), NULL, &v, &je) && v->type == JSON_STRING) rh_escape(p, v->u.s, v->len);
+  else if (seq) rh_escape(p, seq, strlen(seq));
+  else buf_putc(p, '0');
+}
+
 void rh_escape(dv_buf *b, const char *s, size_t n) {
   static const char hx[] = "0123456789ABCDEF";
   for (size_t i = 0; i < n; i++) {
