@@ -717,8 +717,11 @@ static void listen_all(listener *l) {
   arena_free(&a);
 }
 
-/* Wait for any database update (or LISTEN_WAIT_S). */
-static void listen_wait(listener *l) {
+/* Wait for a database update (or LISTEN_WAIT_S, or a third of the lease):
+ * 1 when one touched a replicator database (or the answer could not be
+ * read), so the listener looks at them again; 0 otherwise — a busy server's
+ * other updates wake it without costing a listing. */
+static int listen_wait(listener *l) {
   char path[512];
   int wait_ms = LISTEN_WAIT_S * 1000 < l->m->o.lease_ms / 3 ? LISTEN_WAIT_S * 1000 : l->m->o.lease_ms / 3;
   snprintf(path, sizeof path, "_db_updates?feed=longpoll&timeout=%d&since=", wait_ms);
@@ -732,8 +735,9 @@ static void listen_wait(listener *l) {
   buf_free(&p);
   if (rc) {
     rh_sleep(&l->m->stop, 1000);
-    return;
+    return 1;
   }
+  int relevant = 1;
   dv_arena a;
   arena_init(&a, 0);
   json_val *v;
@@ -749,11 +753,20 @@ static void listen_wait(listener *l) {
       l->dbu_since = buf_error(&t) ? NULL : dv_strndup((char *)t.p, t.len);
       buf_free(&t);
     }
+    const json_val *rows = json_obj_getz(v, "results");
+    if (rows && rows->type == JSON_ARRAY) {
+      relevant = 0;
+      for (size_t i = 0; i < rows->len && !relevant; i++) {
+        const json_val *n = json_obj_getz(rows->u.items[i], "db_name");
+        relevant = !n || n->type != JSON_STRING || repl_is_replicator_db(n->u.s, n->len);
+      }
+    }
   } else {
     rh_sleep(&l->m->stop, 1000);
   }
   rh_resp_free(&r);
   arena_free(&a);
+  return relevant;
 }
 
 static int admin_ep(repl_mgr *m, dv_arena *a, repl_ep *e) {
@@ -778,11 +791,11 @@ static void *listener_main(void *arg) {
     arena_free(&a);
     return NULL;
   }
-  while (!m->stop) {
-    listen_all(&l);
+  for (int look = 1; !m->stop;) {
+    if (look) listen_all(&l);
     lease_renew_due(m);
     if (m->stop) break;
-    listen_wait(&l);
+    look = listen_wait(&l);
   }
   rh_free(&l.c);
   for (size_t i = 0; i < l.ndbs; i++) dv_free(l.dbs[i].name), dv_free(l.dbs[i].since);
