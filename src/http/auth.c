@@ -595,9 +595,8 @@ static int auth_basic(hreq *r) {
   switch (ap_basic(&r->a, hreq_hdr(r, "Authorization"), &name, &password)) {
   case AP_OK:
     break;
-  case AP_BAD:
-    hres_errs(r, 400, "bad_request", "Authorization header has invalid base64 value");
-    return -1;
+  case AP_BAD: /* a broken header is no credential: CouchDB 3.4 answers as to anyone */
+    return 0;
   case AP_REFUSE:
     hres_errs(r, 401, "unauthorized", "Name or password is incorrect.");
     return -1;
@@ -663,6 +662,7 @@ int auth_authorize(hreq *r) {
   int users = seg_is(r, 0, "_users") || seg_is(r, 0, "_replicator");
   if (s0[0] == '_' && !users && !seg_is(r, 0, "_global_changes")) {
     if (r->nseg == 1 && (seg_is(r, 0, "_up") || seg_is(r, 0, "_uuids") || seg_is(r, 0, "_session"))) return 0;
+    if (seg_is(r, 0, "_utils") && (r->method == HM_GET || r->method == HM_HEAD)) return 0; /* as CouchDB */
     /* as CouchDB's chttpd_auth_request: anyone may ask for a replication; it
      * acts on local databases as them (h_repl.c) */
     if (r->nseg == 1 && seg_is(r, 0, "_replicate")) return 0;
@@ -676,8 +676,9 @@ int auth_authorize(hreq *r) {
     return auth_need_server_admin(r);
   if (r->nseg >= 2 && (seg_is(r, 1, "_compact") || seg_is(r, 1, "_view_cleanup"))) r->need_db_admin = 1;
   /* _users documents follow users.c's rules (anyone may sign up, a user
-   * sees and changes only their own document); every other _users path
-   * needs a member, which by default is an admin. */
+   * sees and changes only their own document) for those _security lets in
+   * (nobody but admins by default, as CouchDB 3.4); every other _users
+   * path needs a member. */
   if (r->nseg >= 2 && r->users_db && r->seg[1][0] != '_' &&
       (r->method == HM_GET || r->method == HM_HEAD || r->method == HM_PUT || r->method == HM_DELETE))
     r->users_doc = 1;
@@ -749,7 +750,8 @@ int auth_db_member(hreq *r) {
     hres_errs(r, 401, "unauthorized", "You are not a server or db admin.");
     return -1;
   }
-  if (r->users_doc) return 0;
+  /* _users too: admin-only while it has its default security, as CouchDB
+   * 3.4; once opened through _security, users.c's rules decide */
   if (sec_match(r, sec, "members", &e2) || e2) return 0; /* named, or a public db */
   if (!r->user) hres_errs(r, 401, "unauthorized", "You are not authorized to access this db.");
   else hres_errs(r, 403, "forbidden", "You are not allowed to access this db.");

@@ -27,10 +27,11 @@ static uint8_t *b64(dv_arena *a, const char *p, size_t n, int url, size_t *out_l
 int ap_basic(dv_arena *a, const char *h, const char **name, const char **password) {
   if (!h) return AP_NONE;
   while (*h == ' ') h++;
-  /* "Basic x", and "Basic: x" as some PouchDB versions send it */
-  if (strncasecmp(h, "basic", 5) || (h[5] != ' ' && h[5] != ':')) return AP_NONE; /* another scheme */
+  /* "Basic x" only: "Basic: x", which some PouchDB versions send, is no
+   * credential for CouchDB (couch_httpd_auth:basic_name_pw), so none here */
+  if (strncasecmp(h, "basic", 5) || h[5] != ' ') return AP_NONE; /* another scheme */
   const char *v = h + 5;
-  while (*v == ':' || *v == ' ') v++;
+  while (*v == ' ') v++;
   size_t n = strlen(v);
   while (n && v[n - 1] == ' ') n--;
   size_t rl;

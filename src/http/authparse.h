@@ -24,10 +24,11 @@ enum {
   AP_NOMEM = -3,    /* out of memory */
 };
 
-/* An Authorization value. "Basic b64(name:password)", and "Basic: b64" as
- * some PouchDB versions send it: AP_OK with *name and *password (split at
- * the first colon). Another scheme, no colon, or CouchDB's "_:_" log-out
- * pair: AP_NONE. Not base64: AP_BAD. A NUL in the pair: AP_REFUSE. */
+/* An Authorization value. "Basic b64(name:password)": AP_OK with *name and
+ * *password (split at the first colon). Another scheme ("Basic: b64", as
+ * some PouchDB versions send it, included), no colon, or CouchDB's "_:_"
+ * log-out pair: AP_NONE. Not base64: AP_BAD (the caller treats the request
+ * as anonymous, as CouchDB). A NUL in the pair: AP_REFUSE. */
 int ap_basic(dv_arena *a, const char *value, const char **name, const char **password);
 
 /* The value of the AuthSession cookie in a Cookie header, or NULL; *n

@@ -154,8 +154,9 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
   for (size_t i = 0; i < doc->len; i++) {
     const json_member *m = &doc->u.members[i];
     const json_val *v = m->val;
-    if (m->klen == 0 || m->key[0] != '_') continue;
-    if (mem_is(m->key, m->klen, "_id")) {
+    int bad = 0;
+    switch (store_doc_member(m->key, m->klen)) {
+    case STORE_MEMBER_ID: {
       if (v->type != JSON_STRING) {
         hres_errs(r, 400, "illegal_docid", "Document id must be a string");
         return -1;
@@ -167,13 +168,20 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
       }
       d->id = v->u.s;
       d->id_len = v->len;
-    } else if (mem_is(m->key, m->klen, "_rev")) {
+      break;
+    }
+    case STORE_MEMBER_REV:
       if (v->type != JSON_STRING || !rev_text_ok(v->u.s, v->len)) {
         hres_err(r, DV_EBAD_REV);
         return -1;
       }
       d->rev = v;
-    } else if (mem_is(m->key, m->klen, "_revisions") && v->type == JSON_OBJECT) {
+      break;
+    case STORE_MEMBER_REVISIONS: {
+      if (v->type != JSON_OBJECT) {
+        bad = 1;
+        break;
+      }
       const json_val *start = json_obj_getz(v, "start"), *ids = json_obj_getz(v, "ids");
       if (!json_is_int(start)) {
         hres_errs(r, 400, "doc_validation", "_revisions.start isn't an integer.");
@@ -189,14 +197,24 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
           return -1;
         }
       d->has_revisions = 1;
-    } else if (mem_is(m->key, m->klen, "_deleted") && v->type == JSON_BOOL) {
-      d->deleted = v->b;
-    } else if (mem_is(m->key, m->klen, "_attachments") && v->type == JSON_OBJECT) {
-      /* store_edit_from_json reads them; hatt_prepare readies their content */
-    } else if (mem_is(m->key, m->klen, "_revs_info") || mem_is(m->key, m->klen, "_local_seq") ||
-               mem_is(m->key, m->klen, "_conflicts") || mem_is(m->key, m->klen, "_deleted_conflicts")) {
-      /* ignored on write, as CouchDB */
-    } else {
+      break;
+    }
+    case STORE_MEMBER_DELETED:
+      if (v->type == JSON_BOOL) d->deleted = v->b;
+      else bad = 1;
+      break;
+    case STORE_MEMBER_ATTACHMENTS:
+      bad = v->type != JSON_OBJECT; /* store_edit_from_json reads them; hatt_prepare readies their content */
+      break;
+    case STORE_MEMBER_USER:
+    case STORE_MEMBER_IGNORED:
+    case STORE_MEMBER_KEPT:
+      break;
+    case STORE_MEMBER_BAD:
+      bad = 1;
+      break;
+    }
+    if (bad) {
       hres_errf(r, 400, "doc_validation", "Bad special document member: %.*s", (int)m->klen, m->key);
       return -1;
     }
@@ -216,7 +234,8 @@ static int bdoc_local(hreq *r, bdoc *d) {
   if (!d->body) goto oom;
   for (size_t i = 0; i < d->doc->len; i++) {
     const json_member *m = &d->doc->u.members[i];
-    if (m->klen && m->key[0] == '_') continue;
+    store_member k = store_doc_member(m->key, m->klen);
+    if (k != STORE_MEMBER_USER && k != STORE_MEMBER_KEPT) continue;
     if (json_obj_set(&r->a, d->body, m->key, m->klen, m->val)) goto oom;
   }
   if (d->rev) {
@@ -231,28 +250,6 @@ static int bdoc_local(hreq *r, bdoc *d) {
 oom:
   hres_err(r, DV_ENOMEM);
   return -1;
-}
-
-/* Replication writes a local document whatever its current revision. */
-static int local_overwrite(hreq *r, bdoc *d) {
-  int rc = 0;
-  for (int attempt = 0; attempt < 5; attempt++) {
-    json_val *cur;
-    int64_t have = 0;
-    rc = store_local_get(r->db, d->id, d->id_len, &r->a, &cur);
-    if (rc == 0) {
-      const json_val *rv = json_obj_getz(cur, "_rev");
-      const char *dash = rv && rv->type == JSON_STRING ? memchr(rv->u.s, '-', rv->len) : NULL;
-      if (dash) have = parse_nonneg(dash + 1, rv->len - (size_t)(dash + 1 - rv->u.s));
-      if (have < 0) have = 0;
-    } else if (rc != DV_ENOT_FOUND) {
-      return rc;
-    }
-    if (d->deleted && rc == DV_ENOT_FOUND) return 0;
-    rc = store_local_put(r->db, d->id, d->id_len, d->body, have, d->deleted, &d->new_rev);
-    if (rc != DV_ECONFLICT) return rc;
-  }
-  return rc;
 }
 
 static void jw_result_err(json_w *w, dv_buf *t, const char *id, size_t id_len, const store_rev *rev, int rc,
@@ -457,9 +454,9 @@ void hapi_bulk_docs(hreq *r) {
    * per round. */
   for (size_t i = 0; i < n; i++) {
     if (!d[i].local) continue;
-    if (new_edits) d[i].rc = store_local_put(r->db, d[i].id, d[i].id_len, d[i].body, d[i].lrev, d[i].deleted,
-                                             &d[i].new_rev);
-    else d[i].rc = local_overwrite(r, &d[i]);
+    /* new_edits or not, as CouchDB: the rev given + 1, never checked */
+    d[i].rc = store_local_put(r->db, d[i].id, d[i].id_len, d[i].body, d[i].lrev, d[i].deleted, 0, &d[i].new_rev);
+    if (!new_edits && d[i].deleted && d[i].rc == DV_ENOT_FOUND) d[i].rc = 0; /* replicating a deletion of nothing */
     if (d[i].rc == DV_ENO_DB || dv_err_retryable(d[i].rc)) {
       hres_err(r, d[i].rc);
       goto done;

@@ -261,30 +261,33 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
   *have = 0;
   for (size_t i = 0; i < doc->len; i++) {
     const json_member *m = &doc->u.members[i];
-    if (!m->klen || m->key[0] != '_') continue;
-    if (key_is(m, "_id")) {
+    switch (store_doc_member(m->key, m->klen)) {
+    case STORE_MEMBER_ID:
       if (m->val->type != JSON_STRING) {
         hres_errs(r, 400, "illegal_docid", "Document id must be a string");
         return -1;
       }
       if (docid_ok(r, m->val->u.s, m->val->len)) return -1;
-    } else if (key_is(m, "_rev")) {
-      if (revs_set) continue; /* _revisions came first and wins */
+      break;
+    case STORE_MEMBER_REV:
+      if (revs_set) break; /* _revisions came first and wins */
       if (m->val->type != JSON_STRING || trev_parse(m->val->u.s, m->val->len, rev)) return bad_rev(r);
       *have = revs_set = 1;
-    } else if (key_is(m, "_revisions")) {
+      break;
+    case STORE_MEMBER_REVISIONS:
       if (check_revisions(r, m, rev, have, &revs_set)) return -1;
-    } else if (key_is(m, "_deleted")) {
+      break;
+    case STORE_MEMBER_DELETED:
       if (m->val->type != JSON_BOOL) return bad_member(r, m);
-    } else if (key_is(m, "_attachments")) {
+      break;
+    case STORE_MEMBER_ATTACHMENTS:
       if (m->val->type != JSON_OBJECT) return bad_member(r, m);
-      /* store_edit_from_json reads them; hatt.c readies their content */
-    } else if (key_is(m, "_revs_info") || key_is(m, "_local_seq") || key_is(m, "_conflicts") ||
-               key_is(m, "_deleted_conflicts") || key_is(m, "_replication_state") ||
-               key_is(m, "_replication_state_time") || key_is(m, "_replication_state_reason") ||
-               key_is(m, "_replication_id") || key_is(m, "_replication_stats")) {
-      /* ignored or kept by CouchDB */
-    } else {
+      break; /* store_edit_from_json reads them; hatt.c readies their content */
+    case STORE_MEMBER_USER:
+    case STORE_MEMBER_IGNORED:
+    case STORE_MEMBER_KEPT:
+      break;
+    case STORE_MEMBER_BAD:
       return bad_member(r, m);
     }
   }
@@ -547,7 +550,7 @@ static void doc_open_revs(hreq *r, const docq *q) {
       }
     }
   }
-  int mp = r->method == HM_GET && hatt_accepts(r, "multipart/mixed");
+  int mp = r->method == HM_GET && hparse_accepts_any(hreq_hdr(r, "Accept"), "multipart/mixed");
   int flags = (q->flags & (STORE_REVS | STORE_ATT_INFO)) | (q->latest ? STORE_LATEST : 0) | (mp ? STORE_ATT_INFO : 0);
   json_val *out = NULL;
   if (q->open_revs == 1 || n) rc = store_doc_open_revs(r->db, r->docid, r->docid_len, revs, n, flags, &r->a, &out);
@@ -720,6 +723,14 @@ static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
   return 0;
 }
 
+/* _local documents are not rev-checked (CouchDB 3.4), unless the request
+ * asks for it with "X-Divan-Local-Rev: strict": a compare-and-set, which
+ * the replicator's leases (repl/mgr.c) rely on. */
+static int local_flags(hreq *r) {
+  const char *h = hreq_hdr(r, HTTP_LOCAL_REV_HEADER);
+  return h && !strcmp(h, "strict") ? STORE_LOCAL_STRICT : 0;
+}
+
 /* Write a _local document: doc is the request's object (its _rev and
  * _revisions are dropped here; the rev is `rev` when have). batch answers
  * 202 whatever happened, as CouchDB. */
@@ -736,7 +747,7 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
     return;
   }
   int64_t nrev = 0;
-  rc = store_local_put(r->db, id, n, e.body, cur, e.deleted, &nrev);
+  rc = store_local_put(r->db, id, n, e.body, cur, e.deleted, local_flags(r), &nrev);
   if (rc == DV_ENOT_FOUND && e.deleted) rc = 0; /* deleting nothing: CouchDB answers 0-0 */
   if (batch) {
     hres_written(r, 202, id, n, NULL, 0, 0);
@@ -942,7 +953,7 @@ static void doc_delete(hreq *r, int local) {
     if (pick_rev(r, NULL, qs, qn, &rev, &have)) return;
     int64_t n;
     if (local_rev(r, &rev, have, &n)) return;
-    rc = store_local_put(r->db, r->docid, r->docid_len, NULL, n, 1, NULL);
+    rc = store_local_put(r->db, r->docid, r->docid_len, NULL, n, 1, local_flags(r), NULL);
     if (rc == DV_ENOT_FOUND) rc = DV_ECONFLICT; /* deleted meanwhile */
     if (rc) write_err(r, rc, r->docid, r->docid_len);
     else hres_written(r, ANS_DELETE.deleted, r->docid, r->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);

@@ -154,8 +154,10 @@ void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t pur
   json_w_bool(w, 0);
   json_w_keyz(w, "cluster");
   json_w_raw(w, "{\"q\":1,\"n\":1,\"w\":1,\"r\":1}", 25);
-  json_w_keyz(w, "instance_start_time");
-  json_w_strz(w, "0");
+  json_w_keyz(w, "instance_start_time"); /* the creation time in microseconds, as CouchDB 3.4 */
+  char ist[24];
+  snprintf(ist, sizeof ist, "%lld", (long long)in->created_at);
+  json_w_strz(w, ist);
   json_w_obj_end(w);
 }
 

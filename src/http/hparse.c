@@ -65,27 +65,56 @@ int hparse_range_resolve(hrange *rg, int n, int64_t len) {
   return 1;
 }
 
-int hparse_accepts(const char *h, const char *type) {
-  size_t tn = strlen(type);
-  while (h && *h) {
-    while (*h == ',' || is_sp(*h)) h++;
-    const char *e = h;
+/* The next media range of an Accept value: its type (trimmed, *n bytes at
+ * *t) and its q (1 when absent); *h moves past it. 0 at the end. */
+static int accept_next(const char **h, const char **t, size_t *n, double *q) {
+  const char *p = *h;
+  while (*p == ',' || is_sp(*p)) p++;
+  if (!*p) return 0;
+  const char *e = p;
+  while (*e && *e != ',' && *e != ';') e++;
+  const char *end = e;
+  while (end > p && is_sp(end[-1])) end--;
+  *t = p;
+  *n = (size_t)(end - p);
+  *q = 1;
+  while (*e == ';') { /* parameters: only q matters */
+    e++;
+    while (is_sp(*e)) e++;
+    if ((e[0] == 'q' || e[0] == 'Q') && e[1] == '=') *q = strtod(e + 2, NULL);
     while (*e && *e != ',' && *e != ';') e++;
-    const char *t = e;
-    while (t > h && is_sp(t[-1])) t--;
-    size_t n = (size_t)(t - h);
-    int hit = (n == tn && !strncasecmp(h, type, n)) || (n == 11 && !strncasecmp(h, "multipart/*", 11));
-    double q = 1;
-    while (*e == ';') { /* parameters: only q matters */
-      e++;
-      while (is_sp(*e)) e++;
-      if ((e[0] == 'q' || e[0] == 'Q') && e[1] == '=') q = strtod(e + 2, NULL);
-      while (*e && *e != ',' && *e != ';') e++;
-    }
+  }
+  *h = e;
+  return 1;
+}
+
+int hparse_accepts(const char *h, const char *type) {
+  size_t tn = strlen(type), n;
+  const char *t;
+  double q;
+  while (h && accept_next(&h, &t, &n, &q)) {
+    int hit = (n == tn && !strncasecmp(t, type, n)) || (n == 11 && !strncasecmp(t, "multipart/*", 11));
     if (hit && q > 0) return 1;
-    h = e;
   }
   return 0;
+}
+
+int hparse_accepts_any(const char *h, const char *type) {
+  if (!h) return 1; /* mochiweb: no Accept header takes anything */
+  size_t tn = strlen(type), n;
+  const char *slash = strchr(type, '/');
+  size_t mn = slash ? (size_t)(slash - type) : tn; /* main type */
+  const char *t;
+  double q;
+  int yes = 0, no = 0;
+  while (accept_next(&h, &t, &n, &q)) {
+    int exact = n == tn && !strncasecmp(t, type, n);
+    int super = n == mn + 2 && !strncasecmp(t, type, mn) && t[mn] == '/' && t[mn + 1] == '*';
+    int any = n == 3 && !memcmp(t, "*/*", 3);
+    if ((exact || super || any) && q > 0) yes = 1;
+    if ((exact || super) && q <= 0) no = 1;
+  }
+  return yes && !no;
 }
 
 int hparse_media_is(const char *v, size_t n, const char *type) {

@@ -40,6 +40,13 @@ int hparse_range_resolve(hrange *rg, int n, int64_t len);
  * value and the bare wildcard type are 0: JSON stays the default answer. */
 int hparse_accepts(const char *h, const char *type);
 
+/* mochiweb's accepts_content_type, which CouchDB asks where it prefers a
+ * multipart answer (open_revs): 1 when the Accept value h takes `type`
+ * through itself, its main type with the wildcard subtype, or the any-type
+ * wildcard with q > 0, and neither of the first two has q = 0. A missing
+ * header (NULL) takes anything. */
+int hparse_accepts_any(const char *h, const char *type);
+
 /* 1 when the Content-Type value v[0..n) has the media type `type` (case
  * ignored), alone or followed by parameters (';', a space or a tab). */
 int hparse_media_is(const char *v, size_t n, const char *type);

@@ -52,6 +52,8 @@ const char *hsrv_repl_token(hsrv *s);     /* secret of the replicator's loopback
 /* The header carrying the replicator's identity on its loopback requests
  * to local databases: "TOKEN;USER;ROLE,ROLE" (auth.c). */
 #define HTTP_REPL_HEADER "X-Divan-Replicator"
+/* "strict": a _local document write checks its rev (h_doc.c local_flags) */
+#define HTTP_LOCAL_REV_HEADER "X-Divan-Local-Rev"
 
 /* ---- the request --------------------------------------------------------- */
 

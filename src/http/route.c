@@ -4,8 +4,9 @@
  *   /_up, /_all_dbs, /_dbs_info, /_uuids, /_db_updates, /_active_tasks,
  *   /_membership, /_node/…         server handlers
  *   /_replicate, /_scheduler/…     the replicator (h_repl.c)
- *   /_other                        400 illegal_database_name (CouchDB takes
- *                                  it for a database name)
+ *   /_other[/…]                    404 not_found "Database does not exist."
+ *                                  (CouchDB takes it for a database name;
+ *                                  PUT /_other: 400 illegal_database_name)
  *   /{db}                          hapi_db
  *   /{db}/_all_docs[/queries], _design_docs[/queries], _local_docs[/queries]
  *   /{db}/_bulk_docs … _purge      database endpoints
@@ -30,26 +31,41 @@ static void not_yet(hreq *r, const char *what) {
   hres_errf(r, 501, "not_implemented", "%s is not supported by this divan release.", what);
 }
 
+/* The server endpoints: /_name, and below it only for those marked deep. */
+static const struct {
+  const char *name;
+  void (*handler)(hreq *r);
+  int deep; /* takes more path segments */
+} server_routes[] = {
+    {"_up", hapi_up, 0},
+    {"_all_dbs", hapi_all_dbs, 0},
+    {"_dbs_info", hapi_dbs_info, 0},
+    {"_uuids", hapi_uuids, 0},
+    {"_db_updates", hapi_db_updates, 0},
+    {"_active_tasks", hapi_active_tasks, 0},
+    {"_membership", hapi_membership, 0},
+    {"_node", hapi_node, 1},
+    {"_replicate", hapi_replicate, 0},
+    {"_scheduler", hapi_scheduler, 1},
+    {"_session", hapi_session, 0},
+};
+
+/* Any other /_name is, for CouchDB, a database that cannot exist
+ * (chttpd_db:handle_request): a PUT creating it is refused for its name,
+ * anything else is 404 "Database does not exist.". */
 static void server_route(hreq *r) {
-  if (r->nseg > 1 && !is(r, 0, "_node") && !is(r, 0, "_scheduler")) {
-    hres_errs(r, 400, "bad_request", "Not a server endpoint.");
+  for (size_t i = 0; i < sizeof server_routes / sizeof *server_routes; i++) {
+    if (!is(r, 0, server_routes[i].name)) continue;
+    if (r->nseg > 1 && !server_routes[i].deep) hres_errs(r, 400, "bad_request", "Not a server endpoint.");
+    else server_routes[i].handler(r);
     return;
   }
-  if (is(r, 0, "_up")) hapi_up(r);
-  else if (is(r, 0, "_all_dbs")) hapi_all_dbs(r);
-  else if (is(r, 0, "_dbs_info")) hapi_dbs_info(r);
-  else if (is(r, 0, "_uuids")) hapi_uuids(r);
-  else if (is(r, 0, "_db_updates")) hapi_db_updates(r);
-  else if (is(r, 0, "_active_tasks")) hapi_active_tasks(r);
-  else if (is(r, 0, "_membership")) hapi_membership(r);
-  else if (is(r, 0, "_node")) hapi_node(r);
-  else if (is(r, 0, "_replicate")) hapi_replicate(r);
-  else if (is(r, 0, "_scheduler")) hapi_scheduler(r);
-  else if (is(r, 0, "_session")) hapi_session(r);
-  else {
+  if (r->method == HM_PUT && r->nseg == 1) {
     r->db_name = r->seg[0];
     (void)hreq_open_db(r); /* writes CouchDB's illegal_database_name */
+    return;
   }
+  hres_err(r, DV_ENO_DB);
 }
 
 static void doc_route(hreq *r, int id_seg, const char *prefix) {

@@ -758,6 +758,7 @@ int http_start(store *st, const http_opts *o, http_server **out) {
   if (gethostname(hostname, sizeof hostname - 1)) hostname[0] = 0;
   snprintf(ident, sizeof ident, "%s|%s|%d", hostname, s->o.data_dir ? s->o.data_dir : "", o->port);
   repl_opts ro = {.local_base = base, .identity = ident, .internal_header = HTTP_REPL_HEADER, .internal_token = s->repl_token,
+                  .local_rev_header = HTTP_LOCAL_REV_HEADER,
                   .server_uuid = s->uuid,
                   .retry_initial_ms = (int)config_get_int(s->o.config, "replicator", "retry_initial_ms", 1000),
                   .retry_max_ms = (int)config_get_int(s->o.config, "replicator", "retry_max_ms", 60000),

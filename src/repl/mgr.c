@@ -168,7 +168,7 @@ static int backoff_ms(repl_mgr *m, int errors) {
 }
 
 static void doc_mark(repl_mgr *m, rjob *j, const char *state, const char *reason);
-static int admin_ep(repl_mgr *m, dv_arena *a, repl_ep *e);
+static int admin_ep(repl_mgr *m, dv_arena *a, repl_ep *e, int strict_local);
 static rjob *doc_job(repl_mgr *m, const char *db, const char *docid);
 
 /* ---- leases: one process runs each _replicator document's job ----------------------
@@ -179,8 +179,9 @@ static rjob *doc_job(repl_mgr *m, const char *db, const char *docid);
  * {"owner": <this process's id>, "expires": <wall ms>, "doc": DOCID}, the
  * id an md5 of repl_opts.identity (host, data directory, configured port),
  * so a process restarted in place takes its leases back at once.
- * Taking or renewing it is a read and a rev-checked write, so two
- * processes racing for it cannot both win (409). The holder renews it every
+ * Taking or renewing it is a read and a rev-checked write (the
+ * local_rev_header "strict": CouchDB's own _local writes are not checked),
+ * so two processes racing for it cannot both win (409). The holder renews it every
  * lease_ms/3 (the listener thread does); a job whose lease another process
  * took ends its run and waits; a process that dies stops renewing, and
  * after lease_ms another one takes over, resuming from the checkpoint.
@@ -193,7 +194,7 @@ static int lease_try(repl_mgr *m, const char *db, const char *docid, int release
   arena_init(&a, 0);
   repl_ep e;
   rh_conn c;
-  if (admin_ep(m, &a, &e) || rh_init(&c, &e, 10000, 1, NULL)) {
+  if (admin_ep(m, &a, &e, 1) || rh_init(&c, &e, 10000, 1, NULL)) {
     arena_free(&a);
     return -1;
   }
@@ -769,16 +770,22 @@ static int listen_wait(listener *l) {
   return relevant;
 }
 
-static int admin_ep(repl_mgr *m, dv_arena *a, repl_ep *e) {
+static int admin_ep(repl_mgr *m, dv_arena *a, repl_ep *e, int strict_local) {
   memset(e, 0, sizeof *e);
   e->url = arena_strndup(a, m->local_base, strlen(m->local_base));
-  e->hdrs = arena_alloc(a, sizeof *e->hdrs);
+  e->hdrs = arena_alloc(a, 2 * sizeof *e->hdrs);
   if (!e->url || !e->hdrs) return DV_ENOMEM;
   char v[160];
   snprintf(v, sizeof v, "%s;;_admin", m->token);
   e->hdrs[0].name = arena_strndup(a, m->header, strlen(m->header));
   e->hdrs[0].value = arena_strndup(a, v, strlen(v));
   e->nhdrs = 1;
+  if (strict_local && m->local_rev_header[0]) {
+    e->hdrs[1].name = arena_strndup(a, m->local_rev_header, strlen(m->local_rev_header));
+    e->hdrs[1].value = arena_strndup(a, "strict", 6);
+    if (!e->hdrs[1].name || !e->hdrs[1].value) return DV_ENOMEM;
+    e->nhdrs = 2;
+  }
   return e->hdrs[0].name && e->hdrs[0].value ? 0 : DV_ENOMEM;
 }
 
@@ -787,7 +794,7 @@ static void *listener_main(void *arg) {
   listener l = {.m = m};
   dv_arena a;
   arena_init(&a, 0);
-  if (admin_ep(m, &a, &l.ep) || rh_init(&l.c, &l.ep, 30000, 2, &m->stop)) {
+  if (admin_ep(m, &a, &l.ep, 0) || rh_init(&l.c, &l.ep, 30000, 2, &m->stop)) {
     arena_free(&a);
     return NULL;
   }
@@ -812,7 +819,7 @@ static void doc_mark(repl_mgr *m, rjob *j, const char *state, const char *reason
   repl_ep e;
   rh_conn c;
   volatile int nostop = 0;
-  if (admin_ep(m, &a, &e) || rh_init(&c, &e, 30000, 2, &nostop)) {
+  if (admin_ep(m, &a, &e, 0) || rh_init(&c, &e, 30000, 2, &nostop)) {
     arena_free(&a);
     return;
   }
@@ -888,6 +895,7 @@ int repl_mgr_start(const repl_opts *o, repl_mgr **out) {
   for (size_t i = 0; i < sizeof rnd; i++) snprintf(m->owner + 2 * i, 3, "%02x", rnd[i]);
   snprintf(m->local_base, sizeof m->local_base, "%s", o->local_base);
   snprintf(m->header, sizeof m->header, "%s", o->internal_header);
+  snprintf(m->local_rev_header, sizeof m->local_rev_header, "%s", o->local_rev_header ? o->local_rev_header : "");
   snprintf(m->token, sizeof m->token, "%s", o->internal_token);
   snprintf(m->uuid, sizeof m->uuid, "%s", o->server_uuid);
   pthread_mutex_init(&m->mu, NULL);

@@ -96,6 +96,7 @@ typedef struct repl_opts {
   const char *local_base;      /* "http://127.0.0.1:PORT/" this server answers on */
   const char *internal_header; /* header name the HTTP layer trusts on loopback */
   const char *internal_token;  /* its secret value */
+  const char *local_rev_header; /* header that makes a _local write rev-checked ("strict"): leases */
   const char *server_uuid;     /* 32 hex, for replication ids */
   int retry_initial_ms;        /* first backoff of a crashing job (0: 1000) */
   int retry_max_ms;            /* backoff cap (0: 60000) */

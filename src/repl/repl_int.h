@@ -121,6 +121,7 @@ struct repl_mgr {
   char owner[33];          /* this process, in the leases of _replicator jobs */
   char local_base[256];
   char header[64], token[80], uuid[33];
+  char local_rev_header[64]; /* repl_opts.local_rev_header */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   rjob *jobs;

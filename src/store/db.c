@@ -49,6 +49,7 @@ static int dbrec_decode(const uint8_t *v, size_t vl, struct dbrec *out) {
   out->inc = it.i64;
   if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) return DV_ECORRUPT;
   out->created_at = it.i64;
+  if (out->created_at < 100000000000LL) out->created_at *= 1000000; /* seconds, as earlier stores wrote it */
   if (tup_get(&r, TUP_BYTES, &it) || it.s_len != 16) return DV_ECORRUPT;
   tup_item_copy(&it, out->uuid);
   return 0;
@@ -315,7 +316,7 @@ static int create_fn(kv_txn *txn, void *arg) {
   if (rc) goto out;
   rec.prefix = prefix;
   rec.inc = 0;
-  rec.created_at = st_now_ms() / 1000;
+  rec.created_at = st_now_us();
   st_random(rec.uuid, 16);
   tup_w_init(&w, &v);
   tup_int(&w, rec.prefix);

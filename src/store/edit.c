@@ -48,11 +48,6 @@ int store_docid_check(const char *id, size_t len, int local) {
   return 0;
 }
 
-static int key_is(const json_member *m, const char *k) {
-  size_t n = strlen(k);
-  return m->klen == n && !memcmp(m->key, k, n);
-}
-
 /* A name CouchDB accepts: non-empty UTF-8, not starting with '_'. */
 static int att_name_ok(const char *p, size_t n) {
   return n && p[0] != '_' && !json_utf8_check(p, n, NULL) && !memchr(p, 0, n);
@@ -124,34 +119,35 @@ int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_
   const json_val *rev = NULL, *revisions = NULL;
   for (size_t i = 0; i < doc->len; i++) {
     const json_member *m = &doc->u.members[i];
-    if (m->klen == 0 || m->key[0] != '_') {
+    switch (store_doc_member(m->key, m->klen)) {
+    case STORE_MEMBER_USER:
+    case STORE_MEMBER_KEPT:
       if (json_obj_set(a, body, m->key, m->klen, m->val)) return DV_ENOMEM;
-      continue;
-    }
-    if (key_is(m, "_id")) {
+      break;
+    case STORE_MEMBER_ID:
       if (m->val->type != JSON_STRING) return DV_EBAD_DOCID;
       e->id = m->val->u.s;
       e->id_len = m->val->len;
-    } else if (key_is(m, "_rev")) {
+      break;
+    case STORE_MEMBER_REV:
       if (m->val->type != JSON_STRING) return DV_EBAD_REV;
       rev = m->val;
-    } else if (key_is(m, "_deleted")) {
+      break;
+    case STORE_MEMBER_DELETED:
       if (m->val->type != JSON_BOOL) return DV_EDOC_FIELD;
       e->deleted = m->val->b;
-    } else if (key_is(m, "_revisions")) {
+      break;
+    case STORE_MEMBER_REVISIONS:
       revisions = m->val;
-    } else if (key_is(m, "_conflicts") || key_is(m, "_deleted_conflicts") || key_is(m, "_revs_info") ||
-               key_is(m, "_local_seq")) {
-      /* CouchDB ignores these on write */
-    } else if (key_is(m, "_replication_state") || key_is(m, "_replication_state_time") ||
-               key_is(m, "_replication_state_reason") || key_is(m, "_replication_id") ||
-               key_is(m, "_replication_stats")) {
-      /* the replicator's fields on _replicator docs: CouchDB keeps them */
-      if (json_obj_set(a, body, m->key, m->klen, m->val)) return DV_ENOMEM;
-    } else if (key_is(m, "_attachments")) {
+      break;
+    case STORE_MEMBER_IGNORED:
+      break;
+    case STORE_MEMBER_ATTACHMENTS: {
       int rc = atts_from_json(a, m->val, e);
       if (rc) return rc;
-    } else {
+      break;
+    }
+    case STORE_MEMBER_BAD:
       return DV_EDOC_FIELD;
     }
   }

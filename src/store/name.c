@@ -1,6 +1,7 @@
-/* name.c — CouchDB's rule for database names, alone in its file: pure, so
- * the parsers above the store (the replicator's spec, fuzz targets) use it
- * without the rest of the store. */
+/* name.c — CouchDB's rules for names, alone in their file: pure, so the
+ * parsers above the store (the replicator's spec, fuzz targets, the HTTP
+ * write paths) use them without the rest of the store. Database names, and
+ * the one list of a document's special ("_") members. */
 #include <string.h>
 
 #include "store/store.h"
@@ -19,3 +20,33 @@ int store_db_name_check(const char *name, size_t len) {
   return 0;
 }
 
+
+/* couch_doc:transfer_fields, clause by clause: the members every write path
+ * (PUT, POST, _bulk_docs, replication) accepts, and what becomes of each. */
+static const struct {
+  const char *name;
+  store_member kind;
+} members[] = {
+    {"_id", STORE_MEMBER_ID},
+    {"_rev", STORE_MEMBER_REV},
+    {"_revisions", STORE_MEMBER_REVISIONS},
+    {"_deleted", STORE_MEMBER_DELETED},
+    {"_attachments", STORE_MEMBER_ATTACHMENTS},
+    {"_revs_info", STORE_MEMBER_IGNORED},
+    {"_local_seq", STORE_MEMBER_IGNORED},
+    {"_conflicts", STORE_MEMBER_IGNORED},
+    {"_deleted_conflicts", STORE_MEMBER_IGNORED},
+    {"_access", STORE_MEMBER_KEPT},
+    {"_replication_state", STORE_MEMBER_KEPT},
+    {"_replication_state_time", STORE_MEMBER_KEPT},
+    {"_replication_state_reason", STORE_MEMBER_KEPT},
+    {"_replication_id", STORE_MEMBER_KEPT},
+    {"_replication_stats", STORE_MEMBER_KEPT},
+};
+
+store_member store_doc_member(const char *key, size_t len) {
+  if (len == 0 || key[0] != '_') return STORE_MEMBER_USER;
+  for (size_t i = 0; i < sizeof members / sizeof *members; i++)
+    if (len == strlen(members[i].name) && !memcmp(key, members[i].name, len)) return members[i].kind;
+  return STORE_MEMBER_BAD;
+}

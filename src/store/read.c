@@ -111,6 +111,12 @@ static json_val *hash_str(dv_arena *a, const store_rev *r) {
 /* Sort branches descending in key order (winner first). */
 static int br_desc(const void *x, const void *y) { return -st_branch_cmp(x, y); }
 
+/* Sort branches by rev alone, deleted or not (open_revs=all). */
+static int br_rev_asc(const void *x, const void *y) {
+  const st_branch *a = x, *b = y;
+  return store_rev_cmp(&a->rev, &b->rev);
+}
+
 /* The document as CouchDB shows it. all/n_all: every branch (for
  * conflicts), may be NULL; winner: the doc's winner (for _local_seq). */
 static json_val *build_doc(dv_arena *a, const char *id, size_t id_len, const st_branch *br, json_val *body,
@@ -125,7 +131,7 @@ static json_val *build_doc(dv_arena *a, const char *id, size_t id_len, const st_
   if (flags & (STORE_CONFLICTS | STORE_DELETED_CONFLICTS)) {
     json_val *c = json_new_array(a), *dc = json_new_array(a);
     if (!c || !dc) return NULL;
-    for (int i = 0; i < n_all; i++) {
+    for (int i = n_all - 1; i >= 0; i--) { /* key order reversed: CouchDB lists them descending */
       if (!store_rev_cmp(&all[i].rev, &br->rev) && all[i].deleted == br->deleted) continue;
       if (all[i].winner) continue;
       if (json_arr_push(a, all[i].deleted ? dc : c, rev_str(a, &all[i].rev))) return NULL;
@@ -253,10 +259,15 @@ static int leaves_fn(kv_txn *txn, void *arg) {
     g->n_leaves = (size_t)n;
     return 0;
   }
-  /* open_revs */
+  /* open_revs: all leaves ascending by rev, as CouchDB lists them */
   if (!g->revs && !n) return DV_ENOT_FOUND;
-  if (n) qsort(brs, (size_t)n, sizeof *brs, br_desc);
-  const st_branch *winner = n ? &brs[0] : NULL;
+  const st_branch *winner = n ? &brs[n - 1] : NULL; /* key order: the winner sorts last */
+  if (n && !g->revs) {
+    st_branch w = *winner;
+    qsort(brs, (size_t)n, sizeof *brs, br_rev_asc);
+    for (int k = 0; k < n; k++)
+      if (!st_branch_cmp(&brs[k], &w)) winner = &brs[k];
+  }
   json_val *arr = json_new_array(g->a);
   if (!arr) return DV_ENOMEM;
   char *used = n ? arena_calloc(g->a, (size_t)n) : NULL;
@@ -1157,8 +1168,9 @@ struct local_arg {
   const char *id;
   size_t id_len;
   dv_buf text;       /* JSON text (put: to store; get: read) */
-  int64_t rev;       /* put: expected (0 = none); get: found */
+  int64_t rev;       /* put: given (0 = none); get: found */
   int deleted;
+  int strict;        /* put: rev must be the current one */
   int64_t new_rev;   /* put: the rev written (op->result) */
 };
 
@@ -1267,7 +1279,7 @@ static int local_put_fn(kv_txn *txn, void *arg) {
   rc = local_head(txn, &x, l->id, l->id_len, 0, &cur, &chunks, &found);
   if (rc) return rc;
   if (l->deleted && !found) return DV_ENOT_FOUND;
-  if (found ? cur != l->rev : l->rev != 0) return DV_ECONFLICT;
+  if (l->strict && (found ? cur != l->rev : l->rev != 0)) return DV_ECONFLICT;
   dv_buf k, e, v;
   buf_init(&k);
   buf_init(&e);
@@ -1276,7 +1288,7 @@ static int local_put_fn(kv_txn *txn, void *arg) {
   buf_append(&e, k.p, k.len);
   buf_putc(&e, 0xff);
   rc = buf_error(&k) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, k.p, k.len, e.p, e.len);
-  l->new_rev = l->deleted ? 0 : cur + 1;
+  l->new_rev = l->deleted ? 0 : l->rev + 1;
   if (!rc && !l->deleted) {
     int64_t nch = (int64_t)((l->text.len + LOCAL_CHUNK - 1) / LOCAL_CHUNK);
     tup_w w;
@@ -1303,13 +1315,15 @@ static int local_put_fn(kv_txn *txn, void *arg) {
 }
 
 int store_local_put(store_db *db, const char *id, size_t id_len, const json_val *body, int64_t rev, int deleted,
-                    int64_t *out_rev) {
+                    int flags, int64_t *out_rev) {
   if (id_len <= 7 || memcmp(id, "_local/", 7) || store_docid_check(id, id_len, 1)) return DV_EBAD_DOCID;
+  if (rev < 0 || rev == INT64_MAX) return DV_EBAD_REV;
   static const json_val empty_obj = {.type = JSON_OBJECT};
   if (!body) body = &empty_obj;
   if (body->type != JSON_OBJECT) return DV_ENOT_OBJECT;
   st_op op = {.fn = local_put_fn, .use_txid = 1};
-  struct local_arg l = {.db = db, .op = &op, .id = id, .id_len = id_len, .rev = rev, .deleted = deleted};
+  struct local_arg l = {.db = db, .op = &op, .id = id, .id_len = id_len, .rev = rev, .deleted = deleted,
+                        .strict = flags & STORE_LOCAL_STRICT};
   op.arg = &l;
   op.result = &l.new_rev;
   buf_init(&l.text);

@@ -24,10 +24,12 @@
 
 /* ---- small helpers --------------------------------------------------------- */
 
-int64_t st_now_ms(void) {
+int64_t st_now_ms(void) { return st_now_us() / 1000; }
+
+int64_t st_now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void st_random(uint8_t *out, size_t n) {
@@ -139,8 +141,13 @@ int st_get_hash(const tup_item *it, dv_arena *a, store_rev *r) {
     if (it->s_len != 16) return DV_ECORRUPT;
     r->raw = 0;
   } else if (it->type == TUP_STR) {
-    if (it->s_len != it->s_enc_len || it->s_len == 0) return DV_ECORRUPT; /* revs never hold NUL */
+    if (it->s_len != it->s_enc_len) return DV_ECORRUPT; /* revs never hold NUL */
     r->raw = 1;
+    if (it->s_len == 0) { /* "1-", as old PouchDB databases hold */
+      r->h = (const uint8_t *)"";
+      r->len = 0;
+      return 0;
+    }
   } else {
     return DV_ECORRUPT;
   }
@@ -181,7 +188,7 @@ int store_rev_parse(const char *s, size_t n, dv_arena *a, store_rev *out) {
   if (i == 0 || i >= n || s[i] != '-' || pos < 1) return DV_EBAD_REV;
   const char *h = s + i + 1;
   size_t hl = n - i - 1;
-  if (hl == 0 || hl > STORE_MAX_REVID) return DV_EBAD_REV;
+  if (hl > STORE_MAX_REVID) return DV_EBAD_REV; /* "1-" is a rev: couch_doc:parse_rev takes it */
   for (size_t k = 0; k < hl; k++)
     if ((unsigned char)h[k] < 0x20 || h[k] == 0x7f) return DV_EBAD_REV;
   if (json_utf8_check(h, hl, NULL)) return DV_EBAD_REV;
@@ -194,6 +201,9 @@ int store_rev_parse(const char *s, size_t n, dv_arena *a, store_rev *out) {
     for (int k = 0; k < 16; k++) d[k] = (uint8_t)(hexval(h[2 * k]) << 4 | hexval(h[2 * k + 1]));
     r.h = d;
     r.len = 16;
+  } else if (hl == 0) {
+    r.h = (const uint8_t *)"";
+    r.raw = 1;
   } else {
     uint8_t *d = arena_memdup(a, h, hl);
     if (!d) return DV_ENOMEM;

@@ -75,8 +75,9 @@ typedef struct store_rev {
   uint8_t raw;        /* 1: h is the id's text, not a binary hash */
 } store_rev;
 
-/* Parse "N-HASH" (N a positive decimal integer, HASH non-empty, at most
- * STORE_MAX_REVID bytes, no control characters). Hash bytes are copied into
+/* Parse "N-HASH" (N a positive decimal integer, HASH at most
+ * STORE_MAX_REVID bytes, no control characters; an empty HASH, "1-", is
+ * a rev old PouchDB databases hold, kept raw). Hash bytes are copied into
  * the arena. DV_EBAD_REV otherwise. */
 int store_rev_parse(const char *s, size_t n, dv_arena *a, store_rev *out) DV_MUST_CHECK;
 
@@ -111,6 +112,21 @@ void store_seq_format(const store_seq *q, char out[STORE_SEQ_STR]);
  * one of the system names _users, _replicator, _global_changes. 0 or
  * DV_EBAD_DB_NAME. */
 int store_db_name_check(const char *name, size_t len);
+
+/* What a write does with a member of a document (couch_doc:transfer_fields):
+ * one list for every write path (name.c). */
+typedef enum store_member {
+  STORE_MEMBER_USER,        /* not special: part of the body */
+  STORE_MEMBER_ID,          /* _id */
+  STORE_MEMBER_REV,         /* _rev */
+  STORE_MEMBER_REVISIONS,   /* _revisions */
+  STORE_MEMBER_DELETED,     /* _deleted */
+  STORE_MEMBER_ATTACHMENTS, /* _attachments */
+  STORE_MEMBER_IGNORED,     /* _revs_info, _local_seq, _conflicts, _deleted_conflicts: dropped */
+  STORE_MEMBER_KEPT,        /* _access and the replicator's _replication_*: stored in the body */
+  STORE_MEMBER_BAD,         /* any other "_" name: "Bad special document member" */
+} store_member;
+store_member store_doc_member(const char *key, size_t len);
 
 /* Create a database (DV_EDB_EXISTS if it exists). Writes a "created" row
  * to _db_updates in the same transaction. */
@@ -156,7 +172,7 @@ typedef struct store_db_info {
   int64_t revs_limit;
   int64_t incarnation;
   int64_t prefix;         /* DbPrefix */
-  int64_t created_at;     /* unix seconds */
+  int64_t created_at;     /* unix microseconds (GET /db's instance_start_time) */
   char uuid[33];          /* hex, NUL-terminated */
 } store_db_info;
 
@@ -343,11 +359,16 @@ int store_doc_leaves(store_db *db, const char *id, size_t id_len, dv_arena *a, s
 
 /* _local/ docs: no history, rev "0-N", not in changes. id is the full id
  * ("_local/x"). get: the doc with _id and _rev, DV_ENOT_FOUND if absent.
- * put: rev must match the current one (absent for a new doc), else
- * DV_ECONFLICT; deleted removes it. *out_rev (may be NULL) gets N. */
+ * put: as CouchDB 3.4 (increment_local_doc_revs), rev is not checked: the
+ * document is replaced and its new rev is rev + 1 (rev 0 when none was
+ * given). With STORE_LOCAL_STRICT rev must be the current one (0 for a new
+ * document), else DV_ECONFLICT: a compare-and-set for divan's own leases.
+ * deleted removes it (DV_ENOT_FOUND when absent). *out_rev (may be NULL)
+ * gets N. */
+#define STORE_LOCAL_STRICT 1
 int store_local_get(store_db *db, const char *id, size_t id_len, dv_arena *a, json_val **out) DV_MUST_CHECK;
 int store_local_put(store_db *db, const char *id, size_t id_len, const json_val *body,
-                    int64_t rev, int deleted, int64_t *out_rev) DV_MUST_CHECK;
+                    int64_t rev, int deleted, int flags, int64_t *out_rev) DV_MUST_CHECK;
 
 /* ---- the changes feed and _all_docs ------------------------------------- */
 

@@ -7,6 +7,8 @@
  *   cluster level, under (R, 0, …)
  *   key                                         value
  *   (R,0,"dbs",DbName)                          (DbPrefix, Incarnation, CreatedAt, DbUUID:bytes16)
+ *                                               CreatedAt: unix microseconds (seconds in stores
+ *                                               written before; read as such when below 10^11)
  *   (R,0,"config","db_updates_partitions")      (N,)
  *   (R,0,"prefix_counter")                      8-byte LE counter (atomic ADD; read non-snapshot)
  *   (R,0,"db_updates_queue",Part,VS)            (DbName, DbPrefix, "updated")  blind versionstamped key
@@ -78,7 +80,7 @@ struct store_db {
   int64_t prefix;         /* DbPrefix (fixed for the handle's life) */
   pthread_mutex_t mu;     /* guards the fields below */
   int64_t inc;            /* Incarnation */
-  int64_t created_at;     /* unix seconds */
+  int64_t created_at;     /* unix microseconds */
   uint8_t uuid[16];       /* DbUUID */
   int64_t revs_limit;     /* cached meta */
   uint8_t mdv[16];        /* metadata version the cache was read at */
@@ -294,6 +296,7 @@ void st_rank_free(struct st_rank *rk);
 
 /* Milliseconds since the epoch. */
 int64_t st_now_ms(void);
+int64_t st_now_us(void); /* wall clock, microseconds since the epoch */
 void st_random(uint8_t *out, size_t n);
 
 #endif

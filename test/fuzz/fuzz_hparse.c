@@ -113,6 +113,15 @@ static void fuzz_accept(const char *s) {
     char *more = cat3(s, ", ", types[i]);
     assert(hparse_accepts(more, types[i]) == 1);
     free(more);
+    /* mochiweb's rule: case-blind, and an explicit q=0 for the type wins */
+    int any = hparse_accepts_any(s, types[i]);
+    assert(any == 0 || any == 1);
+    u = upper(s);
+    assert(hparse_accepts_any(u, types[i]) == any);
+    free(u);
+    refused = cat3(types[i], ";q=0, ", s);
+    assert(hparse_accepts_any(refused, types[i]) == 0);
+    free(refused);
   }
 }
 

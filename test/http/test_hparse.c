@@ -116,6 +116,33 @@ TEST(hparse_accepts) {
   ASSERT_EQ(hparse_accepts("multipart/mixed", "multipart/mixed"), 1);
 }
 
+/* mochiweb's accepts_content_type, which open_revs asks (issue 16.8): no
+ * header or the wildcard takes multipart; a type with q=0 refuses it. */
+TEST(hparse_accepts_any) {
+  static const char *M = "multipart/mixed";
+  static const struct { const char *h; int want; } c[] = {
+      {NULL, 1},
+      {"*/*", 1},
+      {"*/*;q=0.5", 1},
+      {"*/*;q=0", 0},
+      {"", 0},
+      {"application/json", 0},
+      {"application/json, */*", 1},
+      {"multipart/mixed", 1},
+      {"Multipart/MIXED", 1},
+      {"multipart/*", 1},
+      {"multipart/mixed;q=0", 0},
+      {"*/*, multipart/mixed;q=0", 0},
+      {"*/*, multipart/*;q=0", 0},
+      {"multipart/related", 0},
+      {"multipart/mixedx", 0},
+      {"multipartx/*", 0},
+      {"text/html;level=1, multipart/mixed;q=0.2", 1},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+    ASSERTF(hparse_accepts_any(c[i].h, M) == c[i].want, "Accept: %s", c[i].h ? c[i].h : "NULL");
+}
+
 TEST(hparse_media_is) {
   static const char *R = "multipart/related";
   static const struct { const char *v; int want; } c[] = {

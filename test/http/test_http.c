@@ -35,6 +35,7 @@ TEST(http_bulk) { suite("test/node/http/bulk.test.js"); }
 TEST(http_changes) { suite("test/node/http/changes.test.js"); }
 TEST(http_purge) { suite("test/node/http/purge.test.js"); }
 TEST(http_auth) { suite("test/node/http/auth.test.js"); }
+TEST(http_conformance) { suite("test/node/http/conformance.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
 TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }
@@ -44,6 +45,7 @@ TEST(fdb_http_bulk) { suite_fdb("test/node/http/bulk.test.js"); }
 TEST(fdb_http_changes) { suite_fdb("test/node/http/changes.test.js"); }
 TEST(fdb_http_purge) { suite_fdb("test/node/http/purge.test.js"); }
 TEST(fdb_http_auth) { suite_fdb("test/node/http/auth.test.js"); }
+TEST(fdb_http_conformance) { suite_fdb("test/node/http/conformance.test.js"); }
 TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
 TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
 TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }

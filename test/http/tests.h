@@ -46,6 +46,7 @@
   X(hparse_range, 5)           \
   X(hparse_range_resolve, 5)   \
   X(hparse_accepts, 5)         \
+  X(hparse_accepts_any, 5)     \
   X(hparse_media_is, 5)        \
   X(hparse_boundary_limits, 5) \
   X(http_server, 120)          \
@@ -56,6 +57,7 @@
   X(http_bulk, 180)            \
   X(http_changes, 180)         \
   X(http_purge, 120)           \
+  X(http_conformance, 120)     \
   X(users_name_of, 5)          \
   X(users_signup_anonymous, 5) \
   X(users_write_own_doc, 5)    \
@@ -90,4 +92,5 @@
   X(fdb_http_bulk, 180)        \
   X(fdb_http_changes, 180)     \
   X(fdb_http_purge, 120)       \
+  X(fdb_http_conformance, 120) \
   X(fdb_http_auth, 120)

@@ -494,21 +494,28 @@ TEST(store_changes_alldocs_local) {
   ASSERT_OK(store_all_docs_keys(t.db, keys, lens, 3, 1, 0, row_cb, &b));
   ASSERT_STR_EQ((const char *)b.p, "a!,zz?,c+,");
   buf_free(&b);
-  /* local docs: rev 0-N, not in changes, conflicts on a wrong rev */
+  /* local docs: rev 0-N, not in changes; the rev is given + 1, checked
+   * only when STORE_LOCAL_STRICT asks */
   int64_t lr;
-  ASSERT_OK(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":1}"), 0, 0, &lr));
+  ASSERT_OK(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":1}"), 0, 0, STORE_LOCAL_STRICT, &lr));
   ASSERT_EQ(lr, 1);
-  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":2}"), 0, 0, &lr), DV_ECONFLICT);
-  ASSERT_OK(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":2}"), 1, 0, &lr));
+  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":2}"), 0, 0, STORE_LOCAL_STRICT, &lr), DV_ECONFLICT);
+  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":2}"), 5, 0, STORE_LOCAL_STRICT, &lr), DV_ECONFLICT);
+  ASSERT_OK(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":0}"), 0, 0, 0, &lr));
+  ASSERT_EQ(lr, 1);
+  ASSERT_OK(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":2}"), 1, 0, STORE_LOCAL_STRICT, &lr));
   ASSERT_EQ(lr, 2);
+  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":2}"), INT64_MAX, 0, 0, &lr), DV_EBAD_REV);
+  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, J(&t, "{\"x\":2}"), -1, 0, 0, &lr), DV_EBAD_REV);
   json_val *ld;
   ASSERT_OK(store_local_get(t.db, "_local/k", 8, &t.a, &ld));
   ASSERT_STR_EQ(W(&t, ld), "{\"_id\":\"_local/k\",\"_rev\":\"0-2\",\"x\":2}");
   ASSERT_STR_EQ(alldocs(&t, STORE_LOCAL, NULL, NULL, 0, -1, 0, 1), "_local/k+,");
   ASSERT_STR_EQ(changes(&t, NULL, 0, -1, 0, 0), "_design/q:0,c:0,!a:0,b:0,");
-  ASSERT_OK(store_local_put(t.db, "_local/k", 8, NULL, 2, 1, NULL));
+  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, NULL, 1, 1, STORE_LOCAL_STRICT, NULL), DV_ECONFLICT);
+  ASSERT_OK(store_local_put(t.db, "_local/k", 8, NULL, 7, 1, 0, NULL));
   ASSERT_EQ(store_local_get(t.db, "_local/k", 8, &t.a, &ld), DV_ENOT_FOUND);
-  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, NULL, 2, 1, NULL), DV_ENOT_FOUND);
+  ASSERT_EQ(store_local_put(t.db, "_local/k", 8, NULL, 2, 1, 0, NULL), DV_ENOT_FOUND);
   /* a local doc past one value is chunked */
   char *big = malloc(300000);
   memset(big, 'x', 300000);
@@ -517,7 +524,7 @@ TEST(store_changes_alldocs_local) {
   json_val *bv;
   json_err je;
   ASSERT_OK(json_parse(&t.a, big, 300000, NULL, &bv, &je));
-  ASSERT_OK(store_local_put(t.db, "_local/big", 10, bv, 0, 0, NULL));
+  ASSERT_OK(store_local_put(t.db, "_local/big", 10, bv, 0, 0, 0, NULL));
   ASSERT_OK(store_local_get(t.db, "_local/big", 10, &t.a, &ld));
   ASSERT_EQ(json_obj_getz(ld, "s")->len, 300000 - 8);
   free(big);

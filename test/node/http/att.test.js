@@ -335,8 +335,11 @@ test('auth: a member writes attachments of documents, not of design documents (d
   eq(w.status, 201, w.text);
   eq((await raw('GET', B + '/doc/a.txt')).text, 'by bob');
   isErr(await raw('PUT', B + '/_design/x/a.js', 'x', { 'Content-Type': 'application/javascript' }), 403, 'forbidden', 'You are not a db or server admin.');
-  isErr(await raw('PUT', (U + '/_users/org.couchdb.user:attbob/a.txt').replace('admin:testpass', 'attbob:attbob-pw'), 'x'), 403, 'forbidden',
-    'Only admins may do this in the users database.');
+  const own = (U + '/_users/org.couchdb.user:attbob/a.txt').replace('admin:testpass', 'attbob:attbob-pw');
+  isErr(await raw('PUT', own, 'x'), 403, 'forbidden', 'You are not allowed to access this db.'); // _users is admin-only by default
+  eq((await req('PUT', U + '/_users/_security', { members: { names: [], roles: [] }, admins: {} })).status, 200);
+  isErr(await raw('PUT', own, 'x'), 403, 'forbidden', 'Only admins may do this in the users database.'); // opened: the _users rules
+  eq((await req('PUT', U + '/_users/_security', {})).status, 200);
   const d = await raw('DELETE', B + '/doc/a.txt?rev=' + w.json.rev);
   eq(d.status, 200, d.text);
 });

@@ -18,6 +18,7 @@ const del = (path, h) => req('DELETE', DB + path, undefined, h);
 const copy = (path, dest, h = {}) => req('COPY', DB + path, undefined, dest === undefined ? h : Object.assign({ Destination: dest }, h));
 const post = (body, path = '', h) => req('POST', DB + path, body, h);
 const etagOf = (rev) => '"' + rev + '"';
+const AJ = { Accept: 'application/json' }; // open_revs answers JSON only when asked (else multipart/mixed)
 const gen = (rev) => Number(rev.split('-')[0]);
 
 // Create a doc, return its rev.
@@ -396,7 +397,7 @@ test('GET ignores unknown parameters and accepts attachment parameters', async (
 
 test('GET ?open_revs=all: every leaf as {"ok":doc}', async () => {
   const { winner, loser } = await withConflict('g11');
-  const g = await get('/g11?open_revs=all');
+  const g = await get('/g11?open_revs=all', AJ);
   eq(g.status, 200);
   ok(Array.isArray(g.json));
   eq(g.json.map((x) => x.ok._rev).sort(), [winner, loser].sort());
@@ -406,7 +407,7 @@ test('GET ?open_revs=all: every leaf as {"ok":doc}', async () => {
 test('GET ?open_revs=[…]: found and missing revs', async () => {
   const { winner } = await withConflict('g12');
   const miss = '3-' + 'f'.repeat(32);
-  const g = await get('/g12' + q({ open_revs: [winner, miss] }));
+  const g = await get('/g12' + q({ open_revs: [winner, miss] }), AJ);
   eq(g.status, 200);
   eq(g.json.length, 2);
   eq(g.json[0].ok._rev, winner);
@@ -415,22 +416,22 @@ test('GET ?open_revs=[…]: found and missing revs', async () => {
 
 test('GET ?open_revs=…&revs=true: _revisions in each doc', async () => {
   const { winner } = await withConflict('g13');
-  const g = await get('/g13' + q({ open_revs: [winner], revs: 'true' }));
+  const g = await get('/g13' + q({ open_revs: [winner], revs: 'true' }), AJ);
   eq(g.json[0].ok._revisions, { start: 2, ids: [winner.split('-')[1], 'a'.repeat(32)] });
 });
 
 test('GET ?open_revs=[non-leaf]&latest=true: its leaves', async () => {
   const { winner, loser, root } = await withConflict('g14');
-  const g = await get('/g14' + q({ open_revs: [root], latest: 'true' }));
+  const g = await get('/g14' + q({ open_revs: [root], latest: 'true' }), AJ);
   eq(g.json.map((x) => x.ok._rev).sort(), [winner, loser].sort());
-  const h = await get('/g14' + q({ open_revs: [root] }));
+  const h = await get('/g14' + q({ open_revs: [root] }), AJ);
   eq(h.json, [{ missing: root }]);
 });
 
 test('GET open_revs on a missing doc: all is 404, a list answers missing', async () => {
   isErr(await get('/nope2?open_revs=all'), 404, 'not_found', 'missing');
   const rev = '1-' + 'a'.repeat(32);
-  const g = await get('/nope2' + q({ open_revs: [rev] }));
+  const g = await get('/nope2' + q({ open_revs: [rev] }), AJ);
   eq(g.status, 200);
   eq(g.json, [{ missing: rev }]);
 });
@@ -708,18 +709,21 @@ test('_local: PUT 201 with rev 0-1, GET with ETag, Location', async () => {
   eq((await get('/_local%2Fl1')).json._id, '_local/l1');
 });
 
-test('_local: updates need the current rev; revs count up', async () => {
+test('_local: updates are not rev-checked (CouchDB 3.4): the rev given + 1', async () => {
   await put('/_local/l2', { n: 1 });
-  isErr(await put('/_local/l2', { n: 2 }), 409, 'conflict', 'Document update conflict.');
+  const r0 = await put('/_local/l2', { n: 2 });
+  eq([r0.status, r0.json.rev], [201, '0-1']);
   const r = await put('/_local/l2', { _rev: '0-1', n: 2 });
   eq(r.status, 201);
   eq(r.json.rev, '0-2');
   const r2 = await put('/_local/l2?rev=0-2', { n: 3 });
   eq(r2.json.rev, '0-3');
-  isErr(await put('/_local/l2', { _rev: '0-1', n: 9 }), 409, 'conflict');
   isErr(await put('/_local/l2', { _rev: '1-abc', n: 9 }), 400, 'bad_request', 'Invalid rev format');
   isErr(await put('/_local/l2', { _rev: 'x' }), 400, 'bad_request', 'Invalid rev format');
   eq((await get('/_local/l2')).json, { _id: '_local/l2', _rev: '0-3', n: 3 });
+  const r3 = await put('/_local/l2', { _rev: '0-1', n: 9 });
+  eq(r3.json.rev, '0-2');
+  eq((await get('/_local/l2')).json, { _id: '_local/l2', _rev: '0-2', n: 9 });
 });
 
 test('_local: GET ?revs=true, GET ?rev=, If-None-Match', async () => {
@@ -730,10 +734,12 @@ test('_local: GET ?revs=true, GET ?rev=, If-None-Match', async () => {
   eq((await get('/_local/l3', { 'If-None-Match': '"0-1"' })).status, 304);
 });
 
-test('_local: DELETE needs the rev; then the doc is gone', async () => {
+test('_local: DELETE takes any rev (or none); then the doc is gone', async () => {
   await put('/_local/l4', { v: 1 });
-  isErr(await del('/_local/l4'), 409, 'conflict', 'Document update conflict.');
-  const r = await del('/_local/l4?rev=0-1');
+  const r0 = await del('/_local/l4');
+  eq([r0.status, r0.json], [200, { ok: true, id: '_local/l4', rev: '0-0' }]);
+  await put('/_local/l4', { v: 1 });
+  const r = await del('/_local/l4?rev=0-5');
   eq(r.status, 200);
   eq(r.json, { ok: true, id: '_local/l4', rev: '0-0' });
   isErr(await get('/_local/l4'), 404, 'not_found', 'missing');

@@ -205,8 +205,9 @@ test('_active_tasks, _membership, _node', async () => {
   isErr(await req('GET', U + '/_node/other@host'), 404, 'not_found');
 });
 
-test('unknown server endpoint: illegal_database_name', async () => {
-  isErr(await req('GET', U + '/_nope'), 400, 'illegal_database_name');
+test('unknown server endpoint: 404 not_found (a database that cannot exist); PUT: illegal_database_name', async () => {
+  isErr(await req('GET', U + '/_nope'), 404, 'not_found', 'Database does not exist.');
+  isErr(await req('PUT', U + '/_nope'), 400, 'illegal_database_name');
 });
 
 test('_revs_limit GET/PUT and errors', async () => {
