@@ -16,7 +16,7 @@ OPT      ?= -O2
 comma    := ,
 TAG      := $(notdir $(CC))$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 BUILD    := build/$(TAG)
-PKGS     := rocksdb libmicrohttpd libcrypto zlib libcurl
+PKGS     := rocksdb libmicrohttpd libcrypto zlib libcurl icu-i18n icu-uc
 
 # Recursive (=) on purpose: pkg-config runs at recipe time, after deps.sh.
 CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
@@ -92,7 +92,7 @@ FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/% src/repl/%,$(LIB_SRC)) src/store/body.c src/store/name.c src/repl/spec.c src/http/url.c src/http/crypto.c src/http/authparse.c src/http/multipart.c src/http/hparse.c -lcrypto -lz -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/% src/repl/%,$(LIB_SRC)) src/store/body.c src/store/name.c src/repl/spec.c src/http/url.c src/http/crypto.c src/http/authparse.c src/http/multipart.c src/http/hparse.c -lcrypto -lz -lm $$(pkg-config --libs icu-i18n icu-uc)
 
 fuzzers: $(FUZZERS)
 

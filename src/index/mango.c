@@ -25,13 +25,10 @@
  * $text condition at the top level matches every document, as it does in
  * CouchDB once a text index has chosen the candidates).
  *
- * Values are compared in CouchDB's collation (couch_ejson_compare), except
- * for the field "_id", which CouchDB compares in Erlang term order
- * (mango_json:cmp_raw): numbers < false < null < true < objects < arrays <
- * strings. Numbers compare exactly by their decimal text, whatever their
- * class (an integer and a double compare numerically; 1e400 is larger
- * than any double). Strings compare by code point — CouchDB uses ICU's
- * collation here; this is the documented approximation.
+ * Values are compared in CouchDB's collation (collate.c: ICU for strings,
+ * exact numbers), except for the field "_id", which CouchDB compares in
+ * Erlang term order (mango_json:cmp_raw): numbers < false < null < true <
+ * objects < arrays < strings, strings by their bytes.
  *
  * Errors are CouchDB's mango_error messages; an offending argument is
  * printed the way Erlang's ~w prints the decoded JSON (a string "ab" is
@@ -53,6 +50,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "index/collate.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 
@@ -258,123 +256,10 @@ static void erl_default(dv_buf *b, const mnode *n) {
 /* Number and value comparison                                         */
 /* ------------------------------------------------------------------ */
 
-/* A JSON number text seen as sign * 0.DIGITS * 10^exp, without copying:
- * the significant digits run from position first to last (inclusive) of
- * the integer digits followed by the fraction digits. */
-typedef struct dec {
-  const char *ip;  /* integer digits */
-  size_t in;       /* their count */
-  const char *fp;  /* fraction digits */
-  size_t fn;       /* their count */
-  size_t first;    /* first non-zero digit (combined index) */
-  size_t last;     /* last non-zero digit (combined index) */
-  int64_t exp;     /* decimal exponent of 0.DIGITS */
-  int neg;         /* 1 if negative */
-  int zero;        /* 1 if the value is zero (any sign) */
-} dec;
-
-static char dec_digit(const dec *d, size_t i) { return i < d->in ? d->ip[i] : d->fp[i - d->in]; }
-
-static void dec_parse(const char *s, size_t n, dec *d) {
-  size_t i = 0;
-  int64_t e = 0;
-  memset(d, 0, sizeof *d);
-  if (i < n && s[i] == '-') d->neg = 1, i++;
-  d->ip = s + i;
-  while (i < n && s[i] >= '0' && s[i] <= '9') i++, d->in++;
-  if (i < n && s[i] == '.') {
-    i++;
-    d->fp = s + i;
-    while (i < n && s[i] >= '0' && s[i] <= '9') i++, d->fn++;
-  }
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    int eneg = 0;
-    i++;
-    if (i < n && (s[i] == '+' || s[i] == '-')) eneg = s[i] == '-', i++;
-    /* Saturate: exponents beyond 10^15 are all "huge" alike. */
-    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-      if (e < 1000000000000000LL) e = e * 10 + (s[i] - '0');
-    if (eneg) e = -e;
-  }
-  size_t total = d->in + d->fn, k = 0;
-  while (k < total && dec_digit(d, k) == '0') k++;
-  if (k == total) {
-    d->zero = 1;
-    return;
-  }
-  d->first = k;
-  d->last = total - 1;
-  while (dec_digit(d, d->last) == '0') d->last--;
-  d->exp = (int64_t)d->in - (int64_t)k + e;
-}
-
-/* Exact comparison of two JSON number texts. */
-static int num_cmp(const char *a, size_t an, const char *b, size_t bn) {
-  dec x, y;
-  dec_parse(a, an, &x);
-  dec_parse(b, bn, &y);
-  int sx = x.zero ? 0 : x.neg ? -1 : 1, sy = y.zero ? 0 : y.neg ? -1 : 1;
-  if (sx != sy) return sx < sy ? -1 : 1;
-  if (sx == 0) return 0;
-  int mag = 0;
-  if (x.exp != y.exp) {
-    mag = x.exp < y.exp ? -1 : 1;
-  } else {
-    size_t i = x.first, j = y.first;
-    for (; i <= x.last && j <= y.last; i++, j++) {
-      char p = dec_digit(&x, i), q = dec_digit(&y, j);
-      if (p != q) {
-        mag = p < q ? -1 : 1;
-        break;
-      }
-    }
-    if (!mag) {
-      int xmore = i <= x.last, ymore = j <= y.last;
-      mag = xmore ? 1 : ymore ? -1 : 0;
-    }
-  }
-  return sx < 0 ? -mag : mag;
-}
-
-static int bytes_cmp(const char *a, size_t an, const char *b, size_t bn) {
-  int r = memcmp(a, b, an < bn ? an : bn);
-  if (r) return r < 0 ? -1 : 1;
-  return an < bn ? -1 : an > bn ? 1 : 0;
-}
-
-/* Rank of a value's type: CouchDB's collation, or Erlang's term order for
- * the "_id" comparisons (cmp_raw). */
-static int type_rank(const json_val *v, int raw) {
-  static const int coll[] = {0, 0, 3, 4, 5, 6}, erl[] = {2, 0, 0, 6, 5, 4};
-  if (v->type == JSON_BOOL) return raw ? (v->b ? 3 : 1) : (v->b ? 2 : 1);
-  return raw ? erl[v->type] : coll[v->type];
-}
-
-/* The one comparison: collation (raw = 0) or Erlang term order (raw = 1).
- * Both compare arrays element-wise and objects member by member (key, then
- * value), shorter first; they differ only in how types rank. */
+/* The one comparison (collate.c): CouchDB's collation (raw = 0) or
+ * Erlang's term order (raw = 1, the "_id" comparisons). */
 static int vcmp(const json_val *a, const json_val *b, int raw) {
-  int ra = type_rank(a, raw), rb = type_rank(b, raw);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  switch (a->type) {
-  case JSON_NUMBER: return num_cmp(a->u.s, a->len, b->u.s, b->len);
-  case JSON_STRING: return bytes_cmp(a->u.s, a->len, b->u.s, b->len);
-  case JSON_ARRAY:
-    for (size_t i = 0; i < a->len && i < b->len; i++) {
-      int r = vcmp(a->u.items[i], b->u.items[i], raw);
-      if (r) return r;
-    }
-    return a->len < b->len ? -1 : a->len > b->len ? 1 : 0;
-  case JSON_OBJECT:
-    for (size_t i = 0; i < a->len && i < b->len; i++) {
-      const json_member *p = &a->u.members[i], *q = &b->u.members[i];
-      int r = bytes_cmp(p->key, p->klen, q->key, q->klen);
-      if (!r) r = vcmp(p->val, q->val, raw);
-      if (r) return r;
-    }
-    return a->len < b->len ? -1 : a->len > b->len ? 1 : 0;
-  default: return 0; /* null, or booleans of equal rank */
-  }
+  return raw ? collate_raw_cmp(a, b) : collate_cmp(a, b);
 }
 
 int mango_cmp(const json_val *a, const json_val *b) { return vcmp(a, b, 0); }
@@ -388,7 +273,7 @@ static int veq(const json_val *a, const json_val *b, int exact) {
   case JSON_BOOL: return a->b == b->b;
   case JSON_NUMBER:
     if (exact && num_is_int(a) != num_is_int(b)) return 0;
-    return num_cmp(a->u.s, a->len, b->u.s, b->len) == 0;
+    return collate_num_cmp(a->u.s, a->len, b->u.s, b->len) == 0;
   case JSON_STRING: return a->len == b->len && !memcmp(a->u.s, b->u.s, a->len);
   case JSON_ARRAY:
     if (a->len != b->len) return 0;

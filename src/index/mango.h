@@ -16,9 +16,9 @@
  * 1}}), so a negated condition on a field still requires the field to
  * exist. Only {"$exists": false} matches a missing field.
  *
- * Approximations (CouchDB behaviour we do not reproduce exactly):
- *  - strings collate by Unicode code point (UTF-8 byte order), not by ICU's
- *    UCA collation, so "B" < "a" here while CouchDB puts "a" first;
+ * Strings collate by ICU's root collation, as CouchDB's (index/collate.h).
+ *
+ * Approximation (CouchDB behaviour we do not reproduce exactly):
  *  - $regex is PCRE in CouchDB; here the pattern is translated to a POSIX
  *    extended regular expression for the C library's regcomp (\d \s \w,
  *    (?:…), a leading (?i), lazy quantifiers are understood); constructs

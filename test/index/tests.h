@@ -6,4 +6,14 @@
   X(mango_alloc_fail, 10) \
   X(mango_regex_threads, 60) \
   X(mango_deep, 30) \
-  X(mango_fuzz_smoke, 120)
+  X(mango_fuzz_smoke, 120) \
+  X(collate_docs_spec, 10) \
+  X(collate_docs_ranges, 10) \
+  X(collate_docs_ascii, 10) \
+  X(collate_numbers, 10) \
+  X(collate_raw, 10) \
+  X(collate_keys_random, 60) \
+  X(collate_keys_long, 10) \
+  X(collate_threads, 30) \
+  X(collate_alloc_fail, 10) \
+  X(collate_fuzz_smoke, 120)
