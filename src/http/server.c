@@ -729,6 +729,7 @@ struct hctx {
   int deferred;     /* the handler answers later (hres_defer) */
   int defer_done;   /* hdefer_done came: the response is in r */
   int defer_susp;   /* suspended waiting for it (under srv->mu) */
+  size_t body_cap;  /* bytes allocated for r.body (its NUL included) */
 };
 
 void hres_defer(hreq *r) { ((struct hctx *)r)->deferred = 1; }
@@ -895,10 +896,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       if (r->body_len + *upload_size > s->o.max_body) {
         x->too_large = 1;
       } else {
-        char *nb = dv_realloc(r->body, r->body_len + *upload_size + 1);
-        if (!nb) return MHD_NO;
-        memcpy(nb + r->body_len, upload, *upload_size);
-        r->body = nb;
+        size_t need = r->body_len + *upload_size + 1;
+        if (need > x->body_cap) { /* the declared length at once, else doubling: no copy per piece */
+          const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+          size_t cap = x->body_cap ? 2 * x->body_cap : 16384;
+          unsigned long long decl = cl ? strtoull(cl, NULL, 10) : 0;
+          if (!x->body_cap && decl && decl <= s->o.max_body) cap = (size_t)decl + 1;
+          if (cap < need) cap = need;
+          if (cap > s->o.max_body + 1) cap = s->o.max_body + 1;
+          char *nb = dv_realloc(r->body, cap);
+          if (!nb) return MHD_NO;
+          r->body = nb;
+          x->body_cap = cap;
+        }
+        memcpy(r->body + r->body_len, upload, *upload_size);
         r->body_len += *upload_size;
         r->body[r->body_len] = 0;
       }

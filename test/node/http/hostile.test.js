@@ -102,6 +102,37 @@ test('a 100,000-key document: 413 in well under a second; 50,000 keys stored and
   console.log(`    100,000 keys: 413 in ${ms413} ms; 50,000 keys: PUT ${msPut} ms, GET ${msGet} ms`);
 });
 
+test('memory: _all_docs?include_docs=true of 100,000 documents streams (peak RSS grows < 12 MB)', async () => {
+  const fs = require('fs');
+  eq((await req('PUT', U + '/mem')).status, 201);
+  const N = 100000, B = 2000;
+  const batches = [];
+  for (let b = 0; b < N; b += B) batches.push(b);
+  const worker = async () => {
+    for (let b; (b = batches.shift()) !== undefined;) {
+      const docs = [];
+      for (let i = b; i < b + B; i++) docs.push({ _id: 'doc' + String(i).padStart(7, '0'), n: i, name: 'item ' + i, tags: ['a', 'b'] });
+      eq((await req('POST', U + '/mem/_bulk_docs', { docs }, J)).status, 201);
+    }
+  };
+  await Promise.all([worker(), worker(), worker()]);
+  const hwm = () => Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.pid}/status`, 'utf8'))[1]);
+  fs.writeFileSync(`/proc/${srv.pid}/clear_refs`, '5'); // the peak starts again from here
+  const before = hwm();
+  const r = await req('GET', U + '/mem/_all_docs?include_docs=true');
+  eq(r.status, 200);
+  const grew = hwm() - before;
+  eq(r.json.rows.length, N);
+  eq(r.json.rows[N - 1].doc.n, N - 1);
+  console.log(`    _all_docs of ${N} docs (${(r.body.length / 1e6).toFixed(1)} MB): peak RSS +${(grew / 1024).toFixed(1)} MB`);
+  ok(grew < 12 * 1024, `peak RSS grew ${grew} kB while answering`);
+  const p = await req('GET', U + '/mem/_all_docs?include_docs=true&skip=3&limit=1201&descending=true');
+  eq(p.json.rows.length, 1201);
+  eq(p.json.rows[0].id, 'doc0099996');
+  eq(p.json.rows[1200].id, 'doc0098796');
+  eq(p.json.offset, 3);
+});
+
 test('stop', async () => { await srv.stop(); });
 
 // Open n sockets from `from`, each sending an incomplete head; resolves to
