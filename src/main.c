@@ -62,6 +62,7 @@ struct serve_opts {
   int head_timeout;    /* seconds a request head may take, 0 = default */
   int max_conns;       /* client connections, 0 = default */
   int max_conns_ip;    /* client connections from one address, 0 = default, -1 = no limit */
+  int64_t reserve_mb;  /* [rocksdb] free_space_reserve_mb: 0 = default, -1 = none */
   int given;           /* GIVEN_*: set on the command line */
   int fdb;             /* 1: run on FoundationDB (--fdb or [fdb] cluster_file) */
   const char *cluster_file; /* --fdb's cluster file, NULL = FDB's default */
@@ -99,6 +100,7 @@ static int parse_size(const char *s, size_t *out) {
  *            idle_timeout, request_head_timeout, max_connections,
  *            max_connections_per_client (0: no limit)
  *   [couchdb] max_document_size
+ *   [rocksdb] free_space_reserve_mb (0: no reserve)
  * (the rest are read where they are used: auth.c, server.c's CORS). */
 
 /* A flag given on the command line becomes an in-memory override, so
@@ -150,6 +152,9 @@ static int load_config(struct serve_opts *o, dv_config **out) {
   if (!rc) rc = opt_num(c, "chttpd", "request_head_timeout", &head, o->head_timeout != 0, 1, 86400);
   if (!rc) rc = opt_num(c, "chttpd", "max_connections", &conns, o->max_conns != 0, 1, 1000000);
   if (!rc) rc = opt_num(c, "chttpd", "max_connections_per_client", &per_ip, o->max_conns_ip != 0, 0, 1000000);
+  long long reserve = -1;
+  if (!rc) rc = opt_num(c, "rocksdb", "free_space_reserve_mb", &reserve, 0, 0, (long long)1 << 30);
+  o->reserve_mb = reserve < 0 ? 0 : reserve == 0 ? -1 : reserve;
   if (!rc) rc = opt_str(c, "fdb", "library", &o->fdb_library, (o->given & GIVEN_FDB_LIB) != 0);
   if (!rc && !o->fdb) { /* [fdb] cluster_file = PATH, or "default" for FDB's own */
     char *cf = config_get(c, "fdb", "cluster_file");
@@ -289,7 +294,7 @@ static int cmd_serve(int argc, char **argv) {
       return 1;
     }
   } else {
-    kv_rocks_opts ko = {.create_if_missing = 1};
+    kv_rocks_opts ko = {.create_if_missing = 1, .reserve_mb = o.reserve_mb};
     rc = kv_open_rocks(o.data, &ko, &kv);
     if (rc) {
       fprintf(stderr, "divan: cannot open data directory %s: %s\n", o.data, dv_strerror(rc));

@@ -62,6 +62,7 @@
   X(http_purge, 120)           \
   X(http_hostile, 120)         \
   X(http_slowloris, 120)       \
+  X(http_diskfull, 240)        \
   X(users_name_of, 5)          \
   X(users_signup_anonymous, 5) \
   X(users_write_own_doc, 5)    \
