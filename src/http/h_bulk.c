@@ -29,7 +29,8 @@
  * include_docs inline content with attachments=true / atts_since.
  *
  * Not here: multipart _bulk_get answers, _purge. Answers are built whole in
- * r->out; _all_docs could stream through a feed once that is worth it.
+ * r->out (bounded by the request), except _all_docs in range mode, which
+ * streams through a feed ("streaming _all_docs" below).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -2,6 +2,10 @@
  * bodies and limits, responses, and streamed feeds that wait without
  * holding a thread.
  *
+ * Before any of this, every byte read from a client passes hwire (the
+ * request framing, RFC 9112), and the connection limits and the request
+ * head deadline apply: "connections" below.
+ *
  * One request (MHD calls `on_request` several times):
  *
  *   1st call   headers are in: make the hreq (its arena), decode the path
