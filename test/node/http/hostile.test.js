@@ -125,7 +125,8 @@ test('memory: _all_docs?include_docs=true of 100,000 documents streams (peak RSS
   eq(r.json.rows.length, N);
   eq(r.json.rows[N - 1].doc.n, N - 1);
   console.log(`    _all_docs of ${N} docs (${(r.body.length / 1e6).toFixed(1)} MB): peak RSS +${(grew / 1024).toFixed(1)} MB`);
-  ok(grew < 12 * 1024, `peak RSS grew ${grew} kB while answering`);
+  // (AddressSanitizer keeps freed memory in quarantine: no bound on RSS there)
+  if (!/address/.test(process.env.DV_BUILD || '')) ok(grew < 12 * 1024, `peak RSS grew ${grew} kB while answering`);
   const p = await req('GET', U + '/mem/_all_docs?include_docs=true&skip=3&limit=1201&descending=true');
   eq(p.json.rows.length, 1201);
   eq(p.json.rows[0].id, 'doc0099996');
