@@ -22,15 +22,21 @@ PKGS     := rocksdb libmicrohttpd libcrypto zlib libcurl icu-i18n icu-uc
 CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
              -fno-omit-frame-pointer -Isrc -Itest -MMD -MP \
              $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) $(CFLAGS)
-LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) -lpthread -lm -ldl $(LDLIBS)
+LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) -lstdc++ -lpthread -lm -ldl $(LDLIBS)
+# The one C++ file (src/kv/rocks_reclaim.cc: RocksDB calls missing
+# from its C API) is compiled with the C compiler's C++ sibling.
+CXX_FOR  := $(if $(findstring clang,$(CC)),clang++,g++)
+CXXFLAGS_ALL = -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP \
+               $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) $(CXXFLAGS)
 LDFLAGS_ALL = $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
 LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*/*.c))
+LIB_CXX   := $(wildcard src/*/*.cc)
 TEST_SRC  := $(filter-out test/fuzz/% test/fdbsim/%,$(wildcard test/*.c test/*/*.c))
 BENCH_SRC := $(wildcard bench/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
 
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_CXX:%.cc=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 FUZZ_DIR  := build/fuzz
@@ -44,7 +50,7 @@ FUZZ_SECONDS ?= 20
 FDBSIM     := $(BUILD)/fdbsim/libfdb_c.so
 FDBSIM_SRC := test/fdbsim/fdbsim.c src/kv/kv.c src/kv/rocks.c src/kv/wset.c src/util/alloc.c \
               src/util/buf.c src/util/err.c
-FDBSIM_OBJ := $(FDBSIM_SRC:%.c=$(BUILD)/fdbsim/%.o)
+FDBSIM_OBJ := $(FDBSIM_SRC:%.c=$(BUILD)/fdbsim/%.o) $(BUILD)/fdbsim/src/kv/rocks_reclaim.o
 
 .PHONY: all run test bench fuzz fuzzers fdbsim deps format clean
 
@@ -64,12 +70,20 @@ $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
+$(BUILD)/%.o: %.cc | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CXX_FOR) $(CXXFLAGS_ALL) -c $< -o $@
+
 $(BUILD)/fdbsim/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -fvisibility=hidden -c $< -o $@
 
+$(BUILD)/fdbsim/%.o: %.cc | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CXX_FOR) $(CXXFLAGS_ALL) -fPIC -fvisibility=hidden -c $< -o $@
+
 $(FDBSIM): $(FDBSIM_OBJ)
-	$(CC) -shared $(LDFLAGS_ALL) -Wl,-Bsymbolic -o $@ $^ -lrocksdb -lpthread
+	$(CC) -shared $(LDFLAGS_ALL) -Wl,-Bsymbolic -o $@ $^ -lrocksdb -lstdc++ -lpthread
 
 fdbsim: $(FDBSIM)
 
@@ -92,7 +106,7 @@ FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/% src/repl/%,$(LIB_SRC)) src/store/body.c src/store/name.c src/repl/spec.c src/http/url.c src/http/crypto.c src/http/authparse.c src/http/multipart.c src/http/hparse.c -lcrypto -lz -lm $$(pkg-config --libs icu-i18n icu-uc)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/% src/repl/%,$(LIB_SRC)) src/store/body.c src/store/name.c src/repl/spec.c src/http/url.c src/http/crypto.c src/http/authparse.c src/http/multipart.c src/http/hparse.c src/http/hwire.c -lcrypto -lz -lm $$(pkg-config --libs icu-i18n icu-uc)
 
 fuzzers: $(FUZZERS)
 

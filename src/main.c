@@ -32,7 +32,9 @@ static void usage(FILE *out) {
           "usage:\n"
           "  divan serve [--data DIR] [--config FILE] [--bind ADDR] [--port N] [--threads N]\n"
           "              [--max-request-size BYTES] [--max-document-size BYTES]\n"
-          "              [--idle-timeout SECONDS] [--fdb [CLUSTER_FILE]] [--fdb-library PATH]\n"
+          "              [--idle-timeout SECONDS] [--request-head-timeout SECONDS]\n"
+          "              [--max-connections N] [--max-connections-per-client N]\n"
+          "              [--fdb [CLUSTER_FILE]] [--fdb-library PATH]\n"
           "      start the server (defaults: --data ./data --bind 127.0.0.1 --port 5984;\n"
           "      --port 0 picks a free port; the listening line on stdout names it;\n"
           "      the ini file is --config FILE or DATA/local.ini; DIVAN_ADMIN=name:password\n"
@@ -57,6 +59,10 @@ struct serve_opts {
   size_t max_body;     /* max_http_request_size, 0 = default */
   size_t max_doc;      /* max_document_size, 0 = default */
   int idle_timeout;    /* seconds before an idle connection is closed, 0 = default */
+  int head_timeout;    /* seconds a request head may take, 0 = default */
+  int max_conns;       /* client connections, 0 = default */
+  int max_conns_ip;    /* client connections from one address, 0 = default, -1 = no limit */
+  int64_t reserve_mb;  /* [rocksdb] free_space_reserve_mb: 0 = default, -1 = none */
   int given;           /* GIVEN_*: set on the command line */
   int fdb;             /* 1: run on FoundationDB (--fdb or [fdb] cluster_file) */
   const char *cluster_file; /* --fdb's cluster file, NULL = FDB's default */
@@ -91,8 +97,10 @@ static int parse_size(const char *s, size_t *out) {
  * this run only (kept in memory, hashed). Settings read here:
  *
  *   [chttpd] bind_address, port, max_http_request_size, server_threads,
- *            idle_timeout
+ *            idle_timeout, request_head_timeout, max_connections,
+ *            max_connections_per_client (0: no limit)
  *   [couchdb] max_document_size
+ *   [rocksdb] free_space_reserve_mb (0: no reserve)
  * (the rest are read where they are used: auth.c, server.c's CORS). */
 
 /* A flag given on the command line becomes an in-memory override, so
@@ -133,13 +141,20 @@ static int load_config(struct serve_opts *o, dv_config **out) {
     return rc;
   }
   long long port = o->port, threads = o->threads, body = (long long)o->max_body, doc = (long long)o->max_doc,
-            idle = o->idle_timeout;
+            idle = o->idle_timeout, head = o->head_timeout, conns = o->max_conns,
+            per_ip = o->max_conns_ip < 0 ? 0 : o->max_conns_ip ? o->max_conns_ip : -1; /* -1: not set */
   rc = opt_str(c, "chttpd", "bind_address", &o->bind, o->given & GIVEN_BIND);
   if (!rc) rc = opt_num(c, "chttpd", "port", &port, o->given & GIVEN_PORT, 0, 65535);
   if (!rc) rc = opt_num(c, "chttpd", "server_threads", &threads, o->threads != 0, 1, 1024);
   if (!rc) rc = opt_num(c, "chttpd", "max_http_request_size", &body, o->max_body != 0, 1, (long long)1 << 40);
   if (!rc) rc = opt_num(c, "couchdb", "max_document_size", &doc, o->max_doc != 0, 1, (long long)1 << 40);
   if (!rc) rc = opt_num(c, "chttpd", "idle_timeout", &idle, o->idle_timeout != 0, 1, 86400);
+  if (!rc) rc = opt_num(c, "chttpd", "request_head_timeout", &head, o->head_timeout != 0, 1, 86400);
+  if (!rc) rc = opt_num(c, "chttpd", "max_connections", &conns, o->max_conns != 0, 1, 1000000);
+  if (!rc) rc = opt_num(c, "chttpd", "max_connections_per_client", &per_ip, o->max_conns_ip != 0, 0, 1000000);
+  long long reserve = -1;
+  if (!rc) rc = opt_num(c, "rocksdb", "free_space_reserve_mb", &reserve, 0, 0, (long long)1 << 30);
+  o->reserve_mb = reserve < 0 ? 0 : reserve == 0 ? -1 : reserve;
   if (!rc) rc = opt_str(c, "fdb", "library", &o->fdb_library, (o->given & GIVEN_FDB_LIB) != 0);
   if (!rc && !o->fdb) { /* [fdb] cluster_file = PATH, or "default" for FDB's own */
     char *cf = config_get(c, "fdb", "cluster_file");
@@ -153,6 +168,9 @@ static int load_config(struct serve_opts *o, dv_config **out) {
   o->max_body = (size_t)body;
   o->max_doc = (size_t)doc;
   o->idle_timeout = (int)idle;
+  o->head_timeout = (int)head;
+  o->max_conns = (int)conns;
+  o->max_conns_ip = per_ip < 0 ? 0 : per_ip == 0 ? -1 : (int)per_ip; /* http_opts: 0 default, -1 no limit */
   const char *env = getenv("DIVAN_ADMIN");
   if (!rc && env && *env) {
     const char *colon = strchr(env, ':');
@@ -207,7 +225,7 @@ static int first_admin(dv_config *c) {
 }
 
 static int cmd_serve(int argc, char **argv) {
-  struct serve_opts o = {"./data", "127.0.0.1", 5984, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL};
+  struct serve_opts o = {.data = "./data", .bind = "127.0.0.1", .port = 5984};
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -232,6 +250,16 @@ static int cmd_serve(int argc, char **argv) {
     } else if (!strcmp(a, "--idle-timeout") && v) {
       if (parse_size(v, &n) || n > 86400) { fprintf(stderr, "divan: bad --idle-timeout '%s'\n", v); return 2; }
       o.idle_timeout = (int)n, i++;
+    } else if (!strcmp(a, "--request-head-timeout") && v) {
+      if (parse_size(v, &n) || n > 86400) { fprintf(stderr, "divan: bad --request-head-timeout '%s'\n", v); return 2; }
+      o.head_timeout = (int)n, i++;
+    } else if (!strcmp(a, "--max-connections") && v) {
+      if (parse_size(v, &n) || n > 1000000) { fprintf(stderr, "divan: bad --max-connections '%s'\n", v); return 2; }
+      o.max_conns = (int)n, i++;
+    } else if (!strcmp(a, "--max-connections-per-client") && v) {
+      if (!strcmp(v, "0")) n = 0; /* no limit */
+      else if (parse_size(v, &n) || n > 1000000) { fprintf(stderr, "divan: bad --max-connections-per-client '%s'\n", v); return 2; }
+      o.max_conns_ip = n ? (int)n : -1, i++;
     } else if (!strcmp(a, "--max-document-size") && v) {
       if (parse_size(v, &o.max_doc)) { fprintf(stderr, "divan: bad --max-document-size '%s'\n", v); return 2; }
       i++;
@@ -266,7 +294,7 @@ static int cmd_serve(int argc, char **argv) {
       return 1;
     }
   } else {
-    kv_rocks_opts ko = {.create_if_missing = 1};
+    kv_rocks_opts ko = {.create_if_missing = 1, .reserve_mb = o.reserve_mb};
     rc = kv_open_rocks(o.data, &ko, &kv);
     if (rc) {
       fprintf(stderr, "divan: cannot open data directory %s: %s\n", o.data, dv_strerror(rc));
@@ -292,7 +320,8 @@ static int cmd_serve(int argc, char **argv) {
     return 1;
   }
   http_opts ho = {.bind = o.bind, .port = o.port, .threads = o.threads, .max_body = o.max_body,
-                  .timeout_s = o.idle_timeout, .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc,
+                  .timeout_s = o.idle_timeout, .head_timeout_s = o.head_timeout, .max_conns = o.max_conns,
+                  .max_conns_per_client = o.max_conns_ip, .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc,
                   .config = cfg};
   rc = http_start(st, &ho, &h);
   if (rc) {

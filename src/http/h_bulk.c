@@ -29,7 +29,8 @@
  * include_docs inline content with attachments=true / atts_since.
  *
  * Not here: multipart _bulk_get answers, _purge. Answers are built whole in
- * r->out; _all_docs could stream through a feed once that is worth it.
+ * r->out (bounded by the request), except _all_docs in range mode, which
+ * streams through a feed ("streaming _all_docs" below).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -1089,6 +1090,11 @@ typedef struct adctx {
   size_t *key_idx;         /* keys mode: positions in keys of the rows asked */
   int err;                 /* a write failed */
   int att_rc;              /* reading an included doc's attachments failed */
+  int stream;              /* range mode leaves its rows to ad_stream (issue 24) */
+  int rows_later;          /* ad_run wrote the head only: ad_stream writes the rows */
+  dv_buf last;             /* streaming: the id of the last row sent */
+  int have_last;           /* streaming: last holds one */
+  int64_t page_rows;       /* streaming: rows the store handed over in this page */
 } adctx;
 
 static void row_sep(adctx *c) {
@@ -1273,7 +1279,10 @@ static int ad_run(adctx *c, const adq *q) {
   }
   buf_puts(o, ",\"rows\":[\r\n");
 
-  if (!keys_mode) {
+  if (!keys_mode && c->stream) {
+    c->rows_later = 1; /* the rows and the end: ad_stream, page by page */
+    return 0;
+  } else if (!keys_mode) {
     rc = store_all_docs(r->db, c->which, &rg, q->include_docs, doc_flags, range_cb, c);
     if (rc) return rc;
   } else {
@@ -1315,6 +1324,109 @@ static int ad_run(adctx *c, const adq *q) {
   buf_puts(o, "\r\n]}");
   if (c->att_rc) return c->att_rc;
   return c->err || buf_error(o) ? DV_ENOMEM : 0;
+}
+
+/* ---- streaming _all_docs (range mode) ------------------------------------------
+ *
+ * A range answer can be any size (200,000 documents with include_docs is
+ * ~40 MB), so it is not built in r->out: ad_run writes the head
+ * (total_rows, offset), then a feed asks the store for AD_PAGE rows at a
+ * time and sends them as they come (issue 24: the whole answer used to sit
+ * in memory, twice while its buffer grew). Each page continues from the
+ * last id sent, included, and drops that row: pages are separate
+ * transactions (as store_all_docs' own batches are), so every id comes
+ * once, in order, as of the page that read it. The request (r, its arena,
+ * its db handle) lives until the response ends, so the steps use it. */
+
+#define AD_PAGE 500
+
+typedef struct adstream {
+  adctx c;                 /* the query's state; c.o points at the step's output */
+  dv_buf head;             /* the head ad_run wrote, sent first */
+  int64_t sent;            /* rows sent */
+  int done;                /* the rows are complete */
+} adstream;
+
+static int page_cb(void *arg, const store_doc_row *row) {
+  adctx *c = arg;
+  c->page_rows++;
+  if (c->have_last && row->id_len == c->last.len && !memcmp(row->id, c->last.p, row->id_len)) return 0;
+  row_write(c, row, NULL);
+  buf_reset(&c->last);
+  buf_append(&c->last, row->id, row->id_len);
+  c->have_last = 1;
+  return 0;
+}
+
+static int ad_step(void *arg, hfeed *f, dv_buf *out) {
+  (void)f;
+  adstream *a = arg;
+  adctx *c = &a->c;
+  const adq *q = c->q;
+  c->o = out;
+  if (a->head.len) {
+    buf_append(out, a->head.p, a->head.len);
+    buf_free(&a->head);
+  }
+  int64_t left = q->limit < 0 ? -1 : q->limit - c->nrows;
+  if (!a->done && left != 0) {
+    store_range rg;
+    store_range_init(&rg);
+    if (q->start_key && q->start_key->type == JSON_STRING) rg.start = q->start_key->u.s, rg.start_len = q->start_key->len;
+    else if (q->start_docid) rg.start = q->start_docid, rg.start_len = q->start_docid_len;
+    if (q->end_key && q->end_key->type == JSON_STRING) rg.end = q->end_key->u.s, rg.end_len = q->end_key->len;
+    else if (q->end_docid) rg.end = q->end_docid, rg.end_len = q->end_docid_len;
+    rg.inclusive_end = q->inclusive_end;
+    rg.descending = q->descending;
+    if (c->have_last) rg.start = (const char *)c->last.p, rg.start_len = c->last.len;
+    else rg.skip = q->skip;
+    int64_t ask = AD_PAGE + c->have_last; /* the last row sent comes again */
+    if (left > 0 && left + c->have_last < ask) ask = left + c->have_last;
+    rg.limit = ask;
+    c->page_rows = 0;
+    int doc_flags = (q->conflicts ? STORE_CONFLICTS : 0) | (q->att_encoding_info ? STORE_ATT_INFO : 0);
+    int rc = store_all_docs(c->r->db, c->which, &rg, q->include_docs, doc_flags, page_cb, c);
+    if (rc || c->att_rc || c->err) return HF_FAIL; /* the status is sent: cut the body */
+    if (c->page_rows < ask) a->done = 1;
+  }
+  if (a->done || (q->limit >= 0 && c->nrows >= q->limit)) {
+    buf_puts(out, "\r\n]}\n");
+    return HF_DONE;
+  }
+  return HF_MORE;
+}
+
+static void ad_stream_done(void *arg) {
+  adstream *a = arg;
+  buf_free(&a->head);
+  buf_free(&a->c.t);
+  buf_free(&a->c.last);
+  dv_free(a);
+}
+
+static const hfeed_ops ad_stream_ops = {ad_step, ad_stream_done};
+
+/* ad_run wrote the head of a range answer into r->out: send it and the
+ * rows as a feed. */
+static void ad_stream_start(adctx *c) {
+  hreq *r = c->r;
+  adstream *a = dv_calloc(1, sizeof *a);
+  if (!a) {
+    buf_free(&c->t);
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  a->c = *c;
+  buf_init(&a->c.last);
+  buf_init(&a->head);
+  buf_append(&a->head, r->out.p, r->out.len);
+  buf_reset(&r->out);
+  if (buf_error(&a->head)) {
+    ad_stream_done(a);
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  hres_feed(r, 200, "application/json", &ad_stream_ops, a);
 }
 
 void hapi_all_docs(hreq *r, int which, int queries) {
@@ -1383,6 +1495,18 @@ void hapi_all_docs(hreq *r, int which, int queries) {
   hres_jw(r, 200, &w); /* the status; the body is appended below */
   buf_init(&c.t);
   int rc = 0;
+  c.stream = !queries && r->method != HM_HEAD; /* libmicrohttpd 0.9.75 sends a feed's body to HEAD */
+  if (c.stream) {
+    rc = ad_run(&c, &qs[0]);
+    if (!rc && buf_error(&r->out)) rc = DV_ENOMEM;
+    if (!rc && c.rows_later) {
+      ad_stream_start(&c); /* the answer is a feed from here */
+      return;
+    }
+    buf_free(&c.t);
+    if (rc) hres_err(r, rc);
+    return;
+  }
   if (queries) buf_puts(&r->out, "{\"results\":[\r\n");
   for (size_t i = 0; !rc && i < nq; i++) {
     if (i) buf_puts(&r->out, ",\r\n");

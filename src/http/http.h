@@ -17,6 +17,9 @@
 #define HTTP_DEFAULT_THREADS 128           /* pool threads: a write holds one while it commits */
 #define HTTP_DEFAULT_TIMEOUT 300           /* idle connection timeout, seconds */
 #define HTTP_HEADER_LIMIT (64u << 10)      /* request line + headers, bytes */
+#define HTTP_DEFAULT_HEAD_TIMEOUT 30       /* request_head_timeout: seconds from a head's first byte to its end */
+#define HTTP_DEFAULT_MAX_CONNS 10000       /* max_connections: open client connections */
+#define HTTP_DEFAULT_MAX_CONNS_PER_CLIENT 1000 /* max_connections_per_client: from one address */
 
 typedef struct http_opts {
   const char *bind;       /* listen address (IPv4 or IPv6 literal) */
@@ -24,6 +27,9 @@ typedef struct http_opts {
   int threads;            /* pool threads; 0 = HTTP_DEFAULT_THREADS */
   size_t max_body;        /* 0 = HTTP_DEFAULT_MAX_BODY */
   int timeout_s;          /* idle connection timeout; 0 = HTTP_DEFAULT_TIMEOUT */
+  int head_timeout_s;     /* request_head_timeout; 0 = HTTP_DEFAULT_HEAD_TIMEOUT */
+  int max_conns;          /* max_connections; 0 = HTTP_DEFAULT_MAX_CONNS (capped by the fd limit) */
+  int max_conns_per_client; /* max_connections_per_client; 0 = HTTP_DEFAULT_MAX_CONNS_PER_CLIENT, -1 = no limit */
   const char *version;    /* divan's version, for GET / */
   const char *data_dir;   /* shown by /_node/_local/_config */
   size_t max_document_size; /* the store's limit, shown by _config */

@@ -2,6 +2,10 @@
  * bodies and limits, responses, and streamed feeds that wait without
  * holding a thread.
  *
+ * Before any of this, every byte read from a client passes hwire (the
+ * request framing, RFC 9112), and the connection limits and the request
+ * head deadline apply: "connections" below.
+ *
  * One request (MHD calls `on_request` several times):
  *
  *   1st call   headers are in: make the hreq (its arena), decode the path
@@ -57,19 +61,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "http/auth.h"
 #include "http/http_int.h"
+#include "http/hwire.h"
 #include "http/route.h"
 #include "repl/repl.h"
 #include "util/alloc.h"
 
 #define REAP_MS 50        /* reaper tick: timers and left clients */
 #define PEEK_EVERY 10     /* peek at suspended sockets every N ticks */
+#define DEADLINE_EVERY 4  /* check head deadlines and lingering refusals every N ticks */
+#define LINGER_MS 2000    /* a refused connection's input is drained this long, then it is cut */
+
+typedef struct hconn hconn;
 
 struct http_server {
   store *st;              /* the store every handler uses */
@@ -85,6 +97,10 @@ struct http_server {
   int stopping;           /* 1 once http_stop began */
   repl_mgr *repl;         /* the replicator (src/repl) */
   char repl_token[33];    /* secret of its loopback requests (auth.c checks it) */
+  pthread_mutex_t cmu;    /* conns, nconns */
+  hconn *conns;           /* every client connection, oldest `since` first */
+  hconn *conns_tail;      /* the newest */
+  int nconns;             /* how many */
 };
 
 repl_mgr *hsrv_repl(hsrv *s) { return s->repl; }
@@ -107,6 +123,21 @@ struct hfeed {
   int64_t due;               /* timer (monotonic ms), 0 = none */
   int fired;                 /* the timer came due: step again */
   hfeed *next, *prev;        /* srv->feeds */
+};
+
+/* A client connection (MHD's socket context), from accept to close.
+ * Every byte read on it passes through w (see "connections" below). */
+struct hconn {
+  hsrv *srv;              /* owner */
+  int fd;                 /* the socket */
+  pthread_mutex_t mu;     /* w, refused, linger_until: the MHD thread's recv and the reaper */
+  hwire w;                /* the request framing so far */
+  _Atomic int64_t head_since; /* monotonic ms the current request head began, 0 = none in progress */
+  _Atomic int busy;       /* heads completed minus requests MHD finished: > 0 while one is handled */
+  int refused;            /* we answered (framing error, head timeout): drain input, then close */
+  int64_t linger_until;   /* when a refused connection is cut */
+  int64_t since;          /* last became idle (accept, a request finished): eviction order */
+  hconn *next, *prev;     /* srv->conns (under srv->cmu) */
 };
 
 /* ---- small tools --------------------------------------------------------- */
@@ -421,7 +452,231 @@ static enum MHD_Result queue_feed(hreq *r) {
   return ok;
 }
 
-/* Timers and clients that left, for suspended feeds. */
+
+/* ---- connections: framing, head deadline, caps ------------------------------
+ *
+ * libmicrohttpd reads each client socket with recv(); this file defines
+ * recv, so the dynamic linker binds libmicrohttpd's calls here (the
+ * executable's symbol comes first). For a socket that is one of our
+ * client connections (conn_by_fd, filled by the connection notifier) the
+ * bytes go through the connection's hwire before libmicrohttpd gets them;
+ * every other socket in the process (libcurl's, …) is passed through
+ * untouched. When hwire refuses the framing (hwire.h: smuggling shapes,
+ * unknown transfer codings, folding, malformed chunks, heads too large),
+ * the JSON answer is written to the socket here, the write side shut, and
+ * libmicrohttpd never sees those bytes: it gets EAGAIN while the input is
+ * drained and EOF once the client closes or LINGER_MS passed (a close with
+ * unread input would reset the connection and could destroy the answer
+ * in flight — the lingering close of RFC 9112 9.6).
+ *
+ * The reaper enforces:
+ *   request_head_timeout  from a head's first byte to its last (408);
+ *                         libmicrohttpd's own timeout is an idle timeout,
+ *                         reset by every byte, so a client sending one
+ *                         byte a second was never timed out (issue 24);
+ *   max_connections       counted here; when a new connection passes it,
+ *                         the connection idle or in its head the longest
+ *                         is closed (408 when a head was under way), as
+ *                         nginx reuses idle keep-alive connections, so a
+ *                         crowd of slow clients cannot lock everyone out;
+ *                         libmicrohttpd's own limit sits a little above;
+ *   max_connections_per_client  libmicrohttpd's per-IP limit: a new
+ *                         connection past it is closed at once.
+ * A connection is busy — never evicted nor timed — from the end of its
+ * head until libmicrohttpd finishes its request (on_completed). */
+
+static _Atomic(hconn *) *conn_by_fd; /* fd → connection; sized once, never freed */
+static size_t conn_fd_cap;           /* its slots (the fd limit at the first start) */
+
+static ssize_t sys_recv(int fd, void *buf, size_t len, int flags) {
+  return (ssize_t)syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+}
+
+/* Write a CouchDB-style answer for rc and shut the write side (c->mu held). */
+static void conn_refuse(hconn *c, int rc) {
+  char body[256], msg[768];
+  int bn = snprintf(body, sizeof body, "{\"error\":\"%s\",\"reason\":\"", dv_err_couch(rc));
+  for (const char *p = dv_strerror(rc); *p && bn < (int)sizeof body - 4; p++) {
+    if (*p == '"' || *p == '\\') body[bn++] = '\\';
+    body[bn++] = *p;
+  }
+  bn += snprintf(body + bn, sizeof body - (size_t)bn, "\"}\n");
+  int st = dv_err_http(rc);
+  const char *text = st == 400 ? "Bad Request" : st == 408 ? "Request Timeout" : st == 414 ? "URI Too Long"
+                   : st == 431 ? "Request Header Fields Too Large" : st == 501 ? "Not Implemented"
+                   : st == 503 ? "Service Unavailable" : "Error";
+  int n = snprintf(msg, sizeof msg,
+                   "HTTP/1.1 %d %s\r\nServer: %s\r\nContent-Type: application/json\r\nCache-Control: must-revalidate\r\n"
+                   "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
+                   st, text, c->srv->server_hdr, bn, body);
+  if (n > 0 && n < (int)sizeof msg) (void)!send(c->fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  shutdown(c->fd, SHUT_WR);
+  c->refused = 1;
+  c->linger_until = hnow_ms() + LINGER_MS;
+  atomic_store(&c->head_since, 0);
+}
+
+/* The bytes recv just returned for c: check them, or drain after a refusal. */
+static ssize_t conn_filter(hconn *c, void *buf, size_t len, ssize_t n) {
+  pthread_mutex_lock(&c->mu);
+  if (!c->refused && n > 0) {
+    int was = c->w.in_head;
+    uint64_t heads = c->w.heads;
+    int rc = hwire_feed(&c->w, buf, (size_t)n);
+    if (rc) {
+      conn_refuse(c, rc);
+    } else {
+      if (c->w.heads != heads) atomic_fetch_add(&c->busy, (int)(c->w.heads - heads));
+      if (!c->w.in_head) atomic_store(&c->head_since, 0);
+      else if (!was || c->w.heads != heads) atomic_store(&c->head_since, hnow_ms());
+    }
+  }
+  if (c->refused) { /* drain what is there; EOF once the client closed or the linger ended */
+    while (n > 0) n = sys_recv(c->fd, buf, len, MSG_DONTWAIT);
+    if (n == 0 || hnow_ms() >= c->linger_until) n = 0;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK) n = -1;
+    else n = -1, errno = EAGAIN;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+/* libmicrohttpd's recv (see above). */
+ssize_t recv(int fd, void *buf, size_t len, int flags) {
+  ssize_t n = sys_recv(fd, buf, len, flags);
+  _Atomic(hconn *) *t = conn_by_fd;
+  hconn *c = t && fd >= 0 && (size_t)fd < conn_fd_cap ? atomic_load(&t[fd]) : NULL;
+  if (!c) return n;
+  int e = errno;
+  n = conn_filter(c, buf, len, n);
+  if (n >= 0) errno = e;
+  return n;
+}
+
+/* Raise the soft fd limit to the hard one (each connection is an fd) and
+ * size the fd table. */
+static int conns_setup(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (conn_by_fd) return 0;
+  size_t cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur : 65536;
+  if (cap > (1u << 22)) cap = 1u << 22;
+  _Atomic(hconn *) *t = dv_calloc(cap, sizeof *t);
+  if (!t) return DV_ENOMEM;
+  conn_fd_cap = cap;
+  conn_by_fd = t;
+  return 0;
+}
+
+/* Unlink c from srv->conns (cmu held). */
+static void conn_unlink(hsrv *s, hconn *c) {
+  if (c->prev) c->prev->next = c->next;
+  else s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  else s->conns_tail = c->prev;
+  c->next = c->prev = NULL;
+}
+
+static void conn_append(hsrv *s, hconn *c) {
+  c->prev = s->conns_tail;
+  c->next = NULL;
+  if (s->conns_tail) s->conns_tail->next = c;
+  else s->conns = c;
+  s->conns_tail = c;
+}
+
+/* Close c for the server's sake (cmu held): 408 when a head was under way,
+ * else a plain close. */
+static void conn_evict(hconn *c, int rc) {
+  pthread_mutex_lock(&c->mu);
+  if (!c->refused) {
+    if (c->w.in_head) {
+      conn_refuse(c, rc);
+    } else {
+      c->refused = 1;
+      c->linger_until = 0;
+      shutdown(c->fd, SHUT_RDWR);
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  hsrv *s = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int fd = ci ? ci->connect_fd : -1;
+    hconn *c = fd >= 0 && (size_t)fd < conn_fd_cap ? dv_calloc(1, sizeof *c) : NULL;
+    if (!c) { /* cannot track it: let it go */
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
+      return;
+    }
+    c->srv = s;
+    c->fd = fd;
+    pthread_mutex_init(&c->mu, NULL);
+    hwire_init(&c->w, HTTP_HEADER_LIMIT);
+    c->since = hnow_ms();
+    *socket_context = c;
+    pthread_mutex_lock(&s->cmu);
+    conn_append(s, c);
+    s->nconns++;
+    atomic_store(&conn_by_fd[fd], c);
+    if (s->nconns > s->o.max_conns) { /* make room: the longest idle or slow one goes */
+      hconn *v = s->conns;
+      while (v && (atomic_load(&v->busy) > 0 || v->refused)) v = v->next;
+      if (v) conn_evict(v, DV_EHTTP_HEAD_TIMEOUT);
+    }
+    pthread_mutex_unlock(&s->cmu);
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    hconn *c = *socket_context;
+    if (!c) return;
+    pthread_mutex_lock(&s->cmu);
+    atomic_store(&conn_by_fd[c->fd], NULL);
+    conn_unlink(s, c);
+    s->nconns--;
+    pthread_mutex_unlock(&s->cmu);
+    pthread_mutex_destroy(&c->mu);
+    dv_free(c);
+    *socket_context = NULL;
+  }
+}
+
+/* A request on mc finished: the connection is idle again (newest). */
+static void conn_request_done(hsrv *s, struct MHD_Connection *mc) {
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  hconn *c = ci ? ci->socket_context : NULL;
+  if (!c) return;
+  pthread_mutex_lock(&s->cmu);
+  if (atomic_load(&c->busy) > 0) atomic_fetch_sub(&c->busy, 1);
+  c->since = hnow_ms();
+  conn_unlink(s, c);
+  conn_append(s, c);
+  pthread_mutex_unlock(&s->cmu);
+}
+
+/* Heads past their deadline get 408; refused connections past their
+ * linger are cut (the reaper, every DEADLINE_EVERY ticks). */
+static void conns_tick(hsrv *s, int64_t now) {
+  int64_t limit = (int64_t)s->o.head_timeout_s * 1000;
+  pthread_mutex_lock(&s->cmu);
+  for (hconn *c = s->conns; c; c = c->next) {
+    int64_t hs = atomic_load(&c->head_since);
+    if (hs && now - hs >= limit) {
+      conn_evict(c, DV_EHTTP_HEAD_TIMEOUT);
+    } else if (c->refused && now >= c->linger_until) {
+      pthread_mutex_lock(&c->mu);
+      shutdown(c->fd, SHUT_RDWR);
+      pthread_mutex_unlock(&c->mu);
+    }
+  }
+  pthread_mutex_unlock(&s->cmu);
+}
+
+/* Timers and clients that left, for suspended feeds; head deadlines. */
 static void *reaper_main(void *arg) {
   hsrv *s = arg;
   unsigned tick = 0;
@@ -435,6 +690,12 @@ static void *reaper_main(void *arg) {
     if (s->stopping) break;
     int64_t now = hnow_ms();
     int peek = ++tick % PEEK_EVERY == 0;
+    if (tick % DEADLINE_EVERY == 0) {
+      pthread_mutex_unlock(&s->mu); /* conns_tick takes cmu; never both */
+      conns_tick(s, now);
+      pthread_mutex_lock(&s->mu);
+      if (s->stopping) break;
+    }
     for (hfeed *f = s->feeds; f; f = f->next) {
       if (!f->suspended) continue;
       if (f->due && now >= f->due) {
@@ -472,6 +733,7 @@ struct hctx {
   int deferred;     /* the handler answers later (hres_defer) */
   int defer_done;   /* hdefer_done came: the response is in r */
   int defer_susp;   /* suspended waiting for it (under srv->mu) */
+  size_t body_cap;  /* bytes allocated for r.body (its NUL included) */
 };
 
 void hres_defer(hreq *r) { ((struct hctx *)r)->deferred = 1; }
@@ -638,10 +900,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       if (r->body_len + *upload_size > s->o.max_body) {
         x->too_large = 1;
       } else {
-        char *nb = dv_realloc(r->body, r->body_len + *upload_size + 1);
-        if (!nb) return MHD_NO;
-        memcpy(nb + r->body_len, upload, *upload_size);
-        r->body = nb;
+        size_t need = r->body_len + *upload_size + 1;
+        if (need > x->body_cap) { /* the declared length at once, else doubling: no copy per piece */
+          const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+          size_t cap = x->body_cap ? 2 * x->body_cap : 16384;
+          unsigned long long decl = cl ? strtoull(cl, NULL, 10) : 0;
+          if (!x->body_cap && decl && decl <= s->o.max_body) cap = (size_t)decl + 1;
+          if (cap < need) cap = need;
+          if (cap > s->o.max_body + 1) cap = s->o.max_body + 1;
+          char *nb = dv_realloc(r->body, cap);
+          if (!nb) return MHD_NO;
+          r->body = nb;
+          x->body_cap = cap;
+        }
+        memcpy(r->body + r->body_len, upload, *upload_size);
         r->body_len += *upload_size;
         r->body[r->body_len] = 0;
       }
@@ -665,6 +937,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe) {
+  conn_request_done(cls, c);
   struct hctx *x = *ctx;
   if (!x) return;
   hreq *r = &x->r;
@@ -694,12 +967,30 @@ int http_start(store *st, const http_opts *o, http_server **out) {
   if (!s->o.threads) s->o.threads = HTTP_DEFAULT_THREADS;
   if (!s->o.max_body) s->o.max_body = HTTP_DEFAULT_MAX_BODY;
   if (!s->o.timeout_s) s->o.timeout_s = HTTP_DEFAULT_TIMEOUT;
+  if (!s->o.head_timeout_s) s->o.head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT;
+  if (!s->o.max_conns_per_client) s->o.max_conns_per_client = HTTP_DEFAULT_MAX_CONNS_PER_CLIENT;
   if (!s->o.version) s->o.version = "0";
   if (!s->o.bind) s->o.bind = "127.0.0.1";
   snprintf(s->server_hdr, sizeof s->server_hdr, "divan/%s (CouchDB/3.3.3 compatible)", s->o.version);
   pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->cmu, NULL);
   pthread_cond_init(&s->cv, NULL);
-  int rc = store_server_uuid(st, s->uuid);
+  int rc = conns_setup();
+  if (rc) goto fail;
+  /* max_connections, within the fd limit less room for the store's files */
+  int fd_room = conn_fd_cap > 1024 ? (int)(conn_fd_cap - 512) : (int)conn_fd_cap / 2;
+  if (!s->o.max_conns) s->o.max_conns = HTTP_DEFAULT_MAX_CONNS;
+  if (s->o.max_conns > fd_room) {
+    fprintf(stderr, "divan: max_connections %d lowered to %d (the process may open %zu files)\n", s->o.max_conns,
+            fd_room, conn_fd_cap);
+    s->o.max_conns = fd_room;
+  }
+  /* libmicrohttpd's limit: a little above ours, so a new connection is
+   * accepted and an old idle one evicted (on_connection); it is split
+   * among the pool threads, so at least a few each */
+  unsigned mhd_limit = (unsigned)s->o.max_conns + 16 + (unsigned)s->o.max_conns / 16;
+  if (mhd_limit < 4u * (unsigned)s->o.threads) mhd_limit = 4u * (unsigned)s->o.threads;
+  rc = store_server_uuid(st, s->uuid);
   if (rc) goto fail;
 
   struct sockaddr_storage ss;
@@ -724,10 +1015,13 @@ int http_start(store *st, const http_opts *o, http_server **out) {
                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->o.threads,
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.timeout_s,
                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_HEADER_LIMIT + 16 * 1024,
-                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                          MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
+                          MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                          (unsigned)(s->o.max_conns_per_client > 0 ? s->o.max_conns_per_client : 0),
+                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                           MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
                           MHD_OPTION_UNESCAPE_CALLBACK, identity_unescape, NULL,
-                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                           MHD_OPTION_END);
   if (!s->d) {
     rc = DV_EIO;
@@ -768,6 +1062,7 @@ int http_start(store *st, const http_opts *o, http_server **out) {
   return 0;
 fail:
   pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->cmu);
   pthread_cond_destroy(&s->cv);
   dv_free(s);
   return rc;
@@ -796,6 +1091,7 @@ void http_stop(http_server *s) {
   }
   MHD_stop_daemon(s->d);
   pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->cmu);
   pthread_cond_destroy(&s->cv);
   dv_free(s);
 }

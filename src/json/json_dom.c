@@ -4,7 +4,15 @@
  * a vector that grows moves to a bigger block and leaves the old one to the
  * arena. Objects are vectors of members in document order with unique
  * keys; lookups are linear, which beats hashing for the dozen or so keys a
- * document object usually has.
+ * document object usually has. An object that json_obj_set grows past
+ * HASH_MIN members gets an index (flag `hashed`): the member vector's block
+ * holds, after its cap members, 2*cap uint32 slots of open addressing
+ * (member index + 1, 0 empty) over json__key_hash. It is kept by
+ * json_obj_set and json_obj_del and rebuilt whenever the vector grows, so
+ * building an object of n keys one json_obj_set at a time costs O(n), not
+ * O(n^2) (issue 24: a 100,000-key document took 9 s). Vectors made
+ * elsewhere (the parser, json_dup, store/body.c) have no index and are
+ * scanned until json_obj_set indexes them.
  *
  * Not here: parsing (json_read.c) and output (json_write.c).
  */
@@ -90,13 +98,65 @@ int json_arr_push(dv_arena *a, json_val *arr, json_val *v) {
   return 0;
 }
 
+#define HASH_MIN 32 /* json_obj_set indexes objects from this many members */
+
+static uint32_t *slots(const json_val *obj) { return (uint32_t *)(obj->u.members + obj->cap); }
+
+static int same_key(const json_member *m, const char *key, size_t klen) {
+  return m->klen == klen && (klen == 0 || memcmp(m->key, key, klen) == 0);
+}
+
+/* The slot that holds key, or the empty slot where it would go. */
+static uint32_t *slot_of(const json_val *obj, const char *key, size_t klen) {
+  uint32_t *t = slots(obj);
+  size_t mask = 2 * obj->cap - 1;
+  for (size_t h = (size_t)json__key_hash(key, klen) & mask;; h = (h + 1) & mask)
+    if (!t[h] || same_key(&obj->u.members[t[h] - 1], key, klen)) return &t[h];
+}
+
+/* Fill the index from the members (its slots are there: cap is a power of
+ * two and the block holds 2*cap slots after the members). */
+static void reindex(json_val *obj) {
+  memset(slots(obj), 0, 2 * obj->cap * sizeof(uint32_t));
+  for (size_t i = 0; i < obj->len; i++) {
+    const json_member *m = &obj->u.members[i];
+    *slot_of(obj, m->key, m->klen) = (uint32_t)(i + 1);
+  }
+  obj->hashed = 1;
+}
+
 static json_member *find(const json_val *obj, const char *key, size_t klen) {
   if (!obj || obj->type != JSON_OBJECT) return NULL;
+  if (obj->hashed) {
+    uint32_t s = *slot_of(obj, key, klen);
+    return s ? &obj->u.members[s - 1] : NULL;
+  }
   for (size_t i = 0; i < obj->len; i++) {
     json_member *m = &obj->u.members[i];
-    if (m->klen == klen && (klen == 0 || memcmp(m->key, key, klen) == 0)) return m;
+    if (same_key(m, key, klen)) return m;
   }
   return NULL;
+}
+
+/* Room for one more member; an object reaching HASH_MIN members (or any
+ * object past it, e.g. one the parser made) moves to an indexed block. */
+static int grow_obj(dv_arena *a, json_val *obj) {
+  int index = obj->hashed || obj->len + 1 >= HASH_MIN;
+  if (obj->len < obj->cap && obj->hashed == index) return 0;
+  size_t cap = 4; /* a power of two (the index's mask), never below the old cap */
+  while (cap < obj->len + 1 || cap < obj->cap) {
+    if (cap > UINT32_MAX / 4) return DV_ENOMEM;
+    cap *= 2;
+  }
+  size_t old = obj->cap * sizeof(json_member) + (obj->hashed ? 2 * obj->cap * sizeof(uint32_t) : 0);
+  size_t need = cap * sizeof(json_member) + (index ? 2 * cap * sizeof(uint32_t) : 0);
+  void *p = arena_realloc(a, obj->u.members, old, need, 8);
+  if (!p) return DV_ENOMEM;
+  obj->u.members = p;
+  obj->cap = cap;
+  obj->hashed = 0;
+  if (index) reindex(obj);
+  return 0;
 }
 
 json_val *json_obj_get(const json_val *obj, const char *key, size_t klen) {
@@ -123,12 +183,13 @@ int json_obj_set(dv_arena *a, json_val *obj, const char *key, size_t klen, json_
   }
   char *k = arena_memdup(a, key, klen);
   if (!k) return DV_ENOMEM;
-  int rc = grow(a, obj, sizeof(json_member));
+  int rc = grow_obj(a, obj);
   if (rc) return rc;
   m = &obj->u.members[obj->len++];
   m->key = k;
   m->klen = klen;
   m->val = v;
+  if (obj->hashed) *slot_of(obj, k, klen) = (uint32_t)obj->len;
   return 0;
 }
 
@@ -142,6 +203,7 @@ int json_obj_del(json_val *obj, const char *key, size_t klen) {
   size_t i = (size_t)(m - obj->u.members);
   memmove(m, m + 1, (obj->len - i - 1) * sizeof *m);
   obj->len--;
+  if (obj->hashed) reindex(obj); /* indexes past i moved down */
   return 1;
 }
 

@@ -82,6 +82,11 @@ static inline size_t json__utf8_seq(const uint8_t *p, const uint8_t *end) {
  * grammar; is_int says no fraction and no exponent) into out. */
 int json__num_canon(const char *s, size_t n, int is_int, json_num *out);
 
+/* SipHash-1-3 of a key under the process's random key: the parser's
+ * duplicate resolution and json_obj_set's index of large objects use it,
+ * so no request can choose keys that all collide. */
+uint64_t json__key_hash(const char *key, size_t klen);
+
 /* A fresh DOM node of the given type from the arena (NULL on DV_ENOMEM);
  * shared by the parser and the builders. */
 static inline __attribute__((always_inline)) json_val *json__node(dv_arena *a, uint8_t type) {
@@ -90,6 +95,7 @@ static inline __attribute__((always_inline)) json_val *json__node(dv_arena *a, u
     v->type = type;
     v->num = 0;
     v->b = 0;
+    v->hashed = 0;
     v->len = 0;
     v->cap = 0;
     v->u.s = NULL;

@@ -501,6 +501,12 @@ static void hash_key(uint64_t *k0, uint64_t *k1) {
   *k1 = atomic_load_explicit(&hash_k1, memory_order_relaxed);
 }
 
+uint64_t json__key_hash(const char *key, size_t klen) {
+  uint64_t k0, k1;
+  hash_key(&k0, &k1);
+  return siphash13((const uint8_t *)key, klen, k0, k1);
+}
+
 /* Drop every member whose key occurs again later (the last one wins and
  * keeps its place); returns the surviving count, or (size_t)-1 on ENOMEM. */
 static size_t dedupe(dom_ctx *c, json_member *m, size_t n) {

@@ -281,6 +281,7 @@ static void fault_commit_async(kv_txn *t, kv_commit_cb cb, void *arg) {
   ft->pending = kind;
   ft->cb = cb;
   ft->cb_arg = arg;
+  if (t->frees_space) kv_set_frees_space(ft->inner);
   kv_commit_async(ft->inner, inner_commit_done, ft);
 }
 

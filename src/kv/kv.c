@@ -29,6 +29,7 @@ void kv__txn_init(kv_txn *t, const kv_methods *m, kv_db *db) {
   t->bytes = 0;
   t->committing = 0;
   t->owned = NULL;
+  t->frees_space = 0;
 }
 
 /* Owned blocks: a header with the next pointer, then the payload, aligned
@@ -192,6 +193,7 @@ void kv_txn_reset(kv_txn *t) {
   t->err = 0;
   t->bytes = 0;
   t->committing = 0;
+  t->frees_space = 0;
 }
 
 void kv_txn_destroy(kv_txn *t) {
@@ -391,6 +393,8 @@ int kv_set_retry_limit(kv_txn *t, int limit) {
   t->retry_limit = limit;
   return 0;
 }
+
+void kv_set_frees_space(kv_txn *t) { t->frees_space = 1; }
 
 int kv_set_timeout_ms(kv_txn *t, int ms) {
   if (ms < 0) return DV_EINVAL;

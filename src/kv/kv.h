@@ -85,7 +85,26 @@ typedef struct kv_rocks_opts {
   size_t memtable_mb;      /* write buffer size; 0 = default (64) */
   int no_sync;             /* 1: skip fsync of the WAL (tests of speed only) */
   int create_if_missing;   /* 1: create the directory and store */
+  int64_t reserve_mb;      /* free-space reserve in MB: 0 = default, -1 = none */
 } kv_rocks_opts;
+
+/* The free-space reserve (issue 24): while the filesystem holding the
+ * store has less free than the reserve, commits that write fail with
+ * DV_ENOSPC (HTTP 507) before RocksDB runs out of room — unless the
+ * transaction frees space (kv_set_frees_space: a database's deletion) —
+ * so RocksDB always has room for its flushes, compactions and the
+ * deletion. Reads are never refused. If RocksDB hits ENOSPC anyway (another
+ * process filled the disk), it stops writing (its "background error"); the
+ * committer then resumes it by itself as soon as the free space is back
+ * above the reserve and a flush's room: it reopens the store (the WAL is
+ * replayed up to the failed write; every acknowledged commit is before it). A dropped database's space is given back
+ * at once by a background compaction of its range.
+ *
+ * The default reserve is room for what RocksDB writes on its own — a
+ * memtable flush, the next WAL (preallocated at 1.1 memtables) and a
+ * compaction: the larger of 2 memtables + 64 MB (192 MB) and 5 % of the
+ * filesystem, at most KV_ROCKS_RESERVE_MAX_MB and half the filesystem. */
+#define KV_ROCKS_RESERVE_MAX_MB 1024
 
 /* Open (creating if asked) the embedded store in directory `path`. Only one
  * process may hold a directory: a second gets DV_ELOCKED. Options may be
@@ -285,6 +304,11 @@ int kv_run(kv_db *db, kv_txn_fn fn, void *arg) DV_MUST_CHECK;
 /* Transaction options. */
 int kv_set_retry_limit(kv_txn *txn, int limit);   /* default 100; -1 = none */
 int kv_set_timeout_ms(kv_txn *txn, int ms);       /* 0 = none; then DV_ETIMED_OUT */
+/* This transaction frees space (a database's deletion): a backend that
+ * refuses writes with DV_ENOSPC while its disk is nearly full (the rocks
+ * backend's free-space reserve) still commits it. Cleared by a reset. A
+ * no-op on FoundationDB. */
+void kv_set_frees_space(kv_txn *txn);
 
 /* ---- watches ----------------------------------------------------------- */
 

@@ -66,6 +66,7 @@ struct kv_txn {
   size_t bytes;            /* mutation + conflict-range bytes so far */
   int committing;          /* 1 while a commit is in flight */
   void *owned;             /* blocks freed at reset/destroy (kv__txn_alloc) */
+  int frees_space;         /* kv_set_frees_space: may commit inside a free-space reserve */
 };
 
 struct kv_iter {

@@ -63,6 +63,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +77,13 @@
 #define MAX_BATCH_TXNS 8192
 #define MAX_BATCH_BYTES (64u << 20)
 #define SMALL_CLEAR_KEYS 64
+#define SPACE_CHECK_MS 200   /* free space is measured at most this often */
+#define RESUME_EVERY_MS 500  /* a stopped RocksDB is asked to resume at most this often */
+
+/* rocks_reclaim.cc: what RocksDB's C API lacks — giving a deleted range's
+ * space back (DeleteFilesInRange, then CompactRange), cancelling it. */
+int kv__rocks_reclaim(rocksdb_t *db, const char *b, size_t bl, const char *e, size_t el);
+void kv__rocks_cancel(rocksdb_t *db);
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -157,8 +165,13 @@ typedef struct rdb {
   rocksdb_readoptions_t *ro_latest;/* committer reads of the newest state */
   int lock_fd;                     /* flock on <dir>/divan.lock */
 
-  pthread_mutex_t snap_mu;         /* guards cur */
+  pthread_mutex_t snap_mu;         /* guards cur, reopening */
+  pthread_cond_t snap_cv;          /* a reopen finished */
   snap *cur;                       /* published {version, snapshot} */
+  _Atomic int nsnaps;              /* snapshots alive (cur and older ones still used) */
+  int reopening;                   /* recover() is reopening the store: new readers wait */
+  pthread_rwlock_t db_rw;          /* d->db for hints from any thread (flush, compact); reopen writes */
+  rocksdb_t *(*open_fn)(const rocksdb_options_t *, const char *, char **); /* rocksdb_open */
 
   pthread_mutex_t batch_mu;        /* held while a batch runs (committer or a leader) */
   pthread_mutex_t q_mu;            /* guards the queue and stop */
@@ -183,6 +196,22 @@ typedef struct rdb {
 
   whub *hub;                       /* watches */
   uint64_t bulk_bytes;             /* bulk bytes written (kv_bulk_written) */
+
+  /* free space (committer-owned) */
+  char *path;                      /* the data directory, for statvfs */
+  uint64_t reserve;                /* bytes kept free; 0 = no reserve */
+  uint64_t room;                   /* free bytes a reopen needs (a flush and a new WAL) */
+  int64_t space_at_ms;             /* when `low` was measured */
+  int low;                         /* free space was below the reserve */
+  int stopped;                     /* RocksDB refused a write: recover() before the next */
+  int stop_rc;                     /* why: DV_ENOSPC or DV_EIO, every write's answer meanwhile */
+  int64_t resume_at_ms;            /* last resume attempt */
+  dv_buf drop_b, drop_e;           /* the batch's range tombstones: their union (committer) */
+  pthread_mutex_t rc_mu;           /* the reclaim thread's state below */
+  pthread_cond_t rc_cv;
+  dv_buf rc_b, rc_e;               /* a range to reclaim (empty: none) */
+  int rc_running, rc_stop;         /* the thread runs; close asked it to end */
+  pthread_t rc_thread;
 } rdb;
 
 typedef struct rtxn {
@@ -241,11 +270,13 @@ static void snap_unref(rdb *d, snap *s) {
   if (atomic_fetch_sub(&s->refs, 1) == 1) {
     rocksdb_release_snapshot(d->db, s->s);
     dv_free(s);
+    atomic_fetch_sub(&d->nsnaps, 1);
   }
 }
 
 static snap *snap_acquire(rdb *d) {
   pthread_mutex_lock(&d->snap_mu);
+  while (d->reopening) pthread_cond_wait(&d->snap_cv, &d->snap_mu); /* recover() */
   snap *s = d->cur;
   atomic_fetch_add(&s->refs, 1);
   pthread_mutex_unlock(&d->snap_mu);
@@ -259,6 +290,7 @@ static int publish(rdb *d, int64_t version) {
   s->s = rocksdb_create_snapshot(d->db);
   s->time_ms = now_ms();
   atomic_init(&s->refs, 1);
+  atomic_fetch_add(&d->nsnaps, 1);
   pthread_mutex_lock(&d->snap_mu);
   snap *old = d->cur;
   d->cur = s;
@@ -1108,6 +1140,14 @@ static int materialize(rdb *d, rocksdb_writebatch_t *wb) {
         count++;
       if (count > SMALL_CLEAR_KEYS) {
         rocksdb_writebatch_delete_range(wb, (const char *)b, bl, (const char *)nx->key, nx->klen);
+        if (!d->drop_b.len || ws_keycmp(b, bl, d->drop_b.p, d->drop_b.len) < 0) {
+          buf_reset(&d->drop_b);
+          buf_append(&d->drop_b, b, bl);
+        }
+        if (!d->drop_e.len || ws_keycmp(nx->key, nx->klen, d->drop_e.p, d->drop_e.len) > 0) {
+          buf_reset(&d->drop_e);
+          buf_append(&d->drop_e, nx->key, nx->klen);
+        }
       } else {
         for (rocksdb_iter_seek(it, (const char *)b, bl); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
           size_t kl;
@@ -1289,15 +1329,170 @@ static void history_trim(rdb *d) {
   }
 }
 
+/* ---- giving back the space of deleted ranges ------------------------------------
+ *
+ * A dropped database is one range tombstone: its data stays in the table
+ * files until a compaction drops it, so on a full disk deleting a database
+ * freed nothing (issue 24). After a batch that wrote range tombstones, their
+ * union is handed to one reclaim thread, which deletes the table files
+ * wholly inside it and compacts the rest (kv__rocks_reclaim). Ranges that
+ * arrive meanwhile are merged into the next round. */
+
+static void *reclaim_main(void *arg) {
+  rdb *d = arg;
+  dv_buf b, e;
+  buf_init(&b);
+  buf_init(&e);
+  pthread_mutex_lock(&d->rc_mu);
+  while (!d->rc_stop) {
+    if (!d->rc_b.len) {
+      pthread_cond_wait(&d->rc_cv, &d->rc_mu);
+      continue;
+    }
+    buf_reset(&b);
+    buf_reset(&e);
+    buf_append(&b, d->rc_b.p, d->rc_b.len);
+    buf_append(&e, d->rc_e.p, d->rc_e.len);
+    buf_reset(&d->rc_b);
+    buf_reset(&d->rc_e);
+    pthread_mutex_unlock(&d->rc_mu);
+    if (!buf_error(&b) && !buf_error(&e) && !pthread_rwlock_rdlock(&d->db_rw)) {
+      if (d->db) (void)kv__rocks_reclaim(d->db, (const char *)b.p, b.len, (const char *)e.p, e.len);
+      pthread_rwlock_unlock(&d->db_rw);
+    }
+    pthread_mutex_lock(&d->rc_mu);
+  }
+  pthread_mutex_unlock(&d->rc_mu);
+  buf_free(&b);
+  buf_free(&e);
+  return NULL;
+}
+
+/* Queue the batch's dropped ranges (committer, after a durable write). */
+static void reclaim_later(rdb *d) {
+  if (!d->drop_b.len) return;
+  pthread_mutex_lock(&d->rc_mu);
+  if (!d->rc_b.len || ws_keycmp(d->drop_b.p, d->drop_b.len, d->rc_b.p, d->rc_b.len) < 0) {
+    buf_reset(&d->rc_b);
+    buf_append(&d->rc_b, d->drop_b.p, d->drop_b.len);
+  }
+  if (!d->rc_e.len || ws_keycmp(d->drop_e.p, d->drop_e.len, d->rc_e.p, d->rc_e.len) > 0) {
+    buf_reset(&d->rc_e);
+    buf_append(&d->rc_e, d->drop_e.p, d->drop_e.len);
+  }
+  if (!d->rc_running && !d->rc_stop) d->rc_running = !pthread_create(&d->rc_thread, NULL, reclaim_main, d);
+  pthread_cond_signal(&d->rc_cv);
+  pthread_mutex_unlock(&d->rc_mu);
+  buf_reset(&d->drop_b);
+  buf_reset(&d->drop_e);
+}
+
+/* Free bytes for unprivileged users on the store's filesystem, or -1. */
+static int64_t free_bytes(const char *path, uint64_t *total) {
+  struct statvfs v;
+  if (statvfs(path, &v)) return -1;
+  if (total) *total = (uint64_t)v.f_blocks * v.f_frsize;
+  return (int64_t)((uint64_t)v.f_bavail * v.f_frsize);
+}
+
+/* 1 when the free space is below the reserve (measured every SPACE_CHECK_MS). */
+static int space_low(rdb *d, int64_t now) {
+  if (!d->reserve) return 0;
+  if (now - d->space_at_ms >= SPACE_CHECK_MS || d->stopped) {
+    int64_t f = free_bytes(d->path, NULL);
+    d->low = f >= 0 && (uint64_t)f < d->reserve;
+    d->space_at_ms = now;
+  }
+  return d->low;
+}
+
+static int read_version(rdb *d, int64_t *out);
+static void run_batch(rdb *d, rtxn *list);
+static rtxn *take_batch(rdb *d);
+
+/* Close and open the store again (recover(), under batch_mu): the way out
+ * of a failed WAL write, which RocksDB treats as fatal (DB::Resume refuses
+ * it). New readers wait at snap_acquire; queued commits are answered
+ * (DV_ENOSPC, the store is stopped) so their snapshots go; once no
+ * snapshot but the published one is alive, the store is reopened (its WAL
+ * replayed up to the failed record: every acknowledged commit is before
+ * it) and the version published again. 0, or an error with the old store
+ * still open (gave up waiting for readers) or none (reopen failed: retried
+ * later, reads fail meanwhile). */
+static int reopen(rdb *d) {
+  pthread_mutex_lock(&d->snap_mu);
+  d->reopening = 1;
+  pthread_mutex_unlock(&d->snap_mu);
+  int rc = DV_EIO;
+  int64_t until = now_ms() + 3000;
+  for (;;) {
+    rtxn *list = take_batch(d);
+    if (list) run_batch(d, list); /* stopped: every writer gets DV_ENOSPC */
+    if (atomic_load(&d->nsnaps) <= 1 && (!d->cur || atomic_load(&d->cur->refs) == 1)) break;
+    if (now_ms() > until) goto out; /* a reader holds on: try again later */
+    usleep(2000);
+  }
+  if (pthread_rwlock_wrlock(&d->db_rw)) goto out;
+  if (d->db) {
+    if (d->cur) snap_unref(d, d->cur);
+    d->cur = NULL;
+    rocksdb_close(d->db);
+  }
+  char *err = NULL;
+  d->db = d->open_fn(d->opts, d->path, &err);
+  if (err) {
+    fprintf(stderr, "divan: cannot reopen the store: %s\n", err);
+    rocksdb_free(err);
+    d->db = NULL;
+  } else {
+    int64_t v = 0;
+    rc = read_version(d, &v);
+    if (!rc && v != d->version) rc = DV_ECORRUPT; /* the WAL lost an acknowledged commit */
+    if (!rc) rc = publish(d, d->version);
+  }
+  pthread_rwlock_unlock(&d->db_rw);
+out:
+  pthread_mutex_lock(&d->snap_mu);
+  d->reopening = !d->cur; /* without a published snapshot readers keep waiting */
+  pthread_cond_broadcast(&d->snap_cv);
+  pthread_mutex_unlock(&d->snap_mu);
+  return rc;
+}
+
+/* After a failed write RocksDB refuses every write until it is resumed.
+ * Once there is room again — the reserve, and at least a memtable's flush
+ * and a new WAL — the store is reopened (called by the committer between
+ * batches, under batch_mu). Not DB::Resume: after a failed WAL append it
+ * refuses (RocksDB treats that as fatal), and after a failed flush it
+ * switches the memtable and syncs the errored WAL writer, which Debian's
+ * librocksdb (built with assertions) aborts on. */
+static void recover(rdb *d) {
+  int64_t now = now_ms();
+  if (!d->stopped || now - d->resume_at_ms < RESUME_EVERY_MS) return;
+  d->resume_at_ms = now;
+  int64_t f = free_bytes(d->path, NULL);
+  if (space_low(d, now) || (f >= 0 && (uint64_t)f < d->room)) return;
+  if (!reopen(d)) {
+    d->stopped = 0;
+    fprintf(stderr, "divan: the store accepts writes again\n");
+  }
+}
+
 static void run_batch(rdb *d, rtxn *list) {
   int64_t version = d->version + 1;
   uint16_t order = 0;
   ws_reset(&d->overlay);
   seg_clear(d);
   int rc = 0;
+  int64_t now = now_ms();
+  int low = space_low(d, now);
   for (rtxn *t = list; t; t = t->q_next) {
     t->result = 0;
     if (!t->has_writes) continue; /* read-only with watches */
+    if (d->stopped || (low && !t->base.frees_space)) { /* the disk is (nearly) full: 507 */
+      t->result = d->stopped ? d->stop_rc : DV_ENOSPC;
+      continue;
+    }
     int r = resolve(d, t);
     if (!r) {
       t->order = order;
@@ -1324,12 +1519,23 @@ static void run_batch(rdb *d, rtxn *list) {
       char *err = NULL;
       rocksdb_write(d->db, d->wo, wb, &err);
       if (err) {
-        fprintf(stderr, "divan: rocksdb write failed: %s\n", err);
+        /* RocksDB stops writing after a failed write until resumed; a
+         * full disk is the client's 507, anything else a 500 */
+        if (!d->stopped) fprintf(stderr, "divan: rocksdb write failed: %s\n", err);
+        rc = strstr(err, "No space") || strstr(err, "NoSpace") || strstr(err, "no space") ? DV_ENOSPC : DV_EIO;
+        d->stopped = 1;
+        d->stop_rc = rc;
+        d->resume_at_ms = now;
+        pthread_mutex_lock(&d->q_mu); /* the committer watches for the space coming back */
+        pthread_cond_signal(&d->q_cv);
+        pthread_mutex_unlock(&d->q_mu);
         rocksdb_free(err);
-        rc = DV_EIO;
       }
     }
     rocksdb_writebatch_destroy(wb);
+    if (!rc) reclaim_later(d);
+    buf_reset(&d->drop_b);
+    buf_reset(&d->drop_e);
     if (!rc) {
       d->version = version;
       if (publish(d, version) || history_add(d, version)) rc = DV_ENOMEM;
@@ -1385,11 +1591,24 @@ static void *committer_main(void *arg) {
   rdb *d = arg;
   for (;;) {
     pthread_mutex_lock(&d->q_mu);
-    while (!d->q_head && !d->stop) pthread_cond_wait(&d->q_cv, &d->q_mu);
+    while (!d->q_head && !d->stop) {
+      if (!d->stopped) {
+        pthread_cond_wait(&d->q_cv, &d->q_mu);
+        continue;
+      }
+      /* stopped by a failed write: look again for free space now and then */
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += RESUME_EVERY_MS * 1000000L;
+      while (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&d->q_cv, &d->q_mu, &ts);
+      break;
+    }
     int quit = !d->q_head && d->stop;
     pthread_mutex_unlock(&d->q_mu);
     if (quit) break;
     pthread_mutex_lock(&d->batch_mu);
+    if (d->stopped) recover(d);
     rtxn *list = take_batch(d); /* a leader may have taken them already */
     if (list) run_batch(d, list);
     pthread_mutex_unlock(&d->batch_mu);
@@ -1489,6 +1708,7 @@ static void r_txn_destroy(kv_txn *kt) {
 static int64_t r_db_version(kv_db *kd) {
   rdb *d = (rdb *)kd;
   pthread_mutex_lock(&d->snap_mu);
+  while (d->reopening) pthread_cond_wait(&d->snap_cv, &d->snap_mu);
   int64_t v = d->cur->version;
   pthread_mutex_unlock(&d->snap_mu);
   return v;
@@ -1514,11 +1734,20 @@ static void rdb_free(rdb *d) {
   if (d->bbto) rocksdb_block_based_options_destroy(d->bbto);
   if (d->cache) rocksdb_cache_destroy(d->cache);
   if (d->lock_fd >= 0) close(d->lock_fd);
+  dv_free(d->path);
   if (d->hub) {
     pthread_mutex_lock(&d->hub->mu);
     hub_unref_locked(d->hub); /* handles still out keep it alive */
   }
   pthread_mutex_destroy(&d->snap_mu);
+  pthread_cond_destroy(&d->snap_cv);
+  pthread_rwlock_destroy(&d->db_rw);
+  pthread_mutex_destroy(&d->rc_mu);
+  pthread_cond_destroy(&d->rc_cv);
+  buf_free(&d->drop_b);
+  buf_free(&d->drop_e);
+  buf_free(&d->rc_b);
+  buf_free(&d->rc_e);
   pthread_mutex_destroy(&d->q_mu);
   pthread_mutex_destroy(&d->batch_mu);
   pthread_cond_destroy(&d->q_cv);
@@ -1527,6 +1756,15 @@ static void rdb_free(rdb *d) {
 
 static void r_close(kv_db *kd) {
   rdb *d = (rdb *)kd;
+  pthread_mutex_lock(&d->rc_mu); /* end the reclaim thread (its compaction too) */
+  d->rc_stop = 1;
+  int rc_running = d->rc_running;
+  pthread_cond_signal(&d->rc_cv);
+  pthread_mutex_unlock(&d->rc_mu);
+  if (rc_running) {
+    if (d->db) kv__rocks_cancel(d->db);
+    pthread_join(d->rc_thread, NULL);
+  }
   pthread_mutex_lock(&d->q_mu);
   d->stop = 1;
   pthread_cond_signal(&d->q_cv);
@@ -1560,7 +1798,7 @@ static int read_version(rdb *d, int64_t *out) {
 }
 
 int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
-  kv_rocks_opts def = {0, 0, 0, 1};
+  kv_rocks_opts def = {.create_if_missing = 1};
   if (!o) o = &def;
   if (o->create_if_missing && mkdir(path, 0755) && errno != EEXIST) return DV_EIO;
   char lockpath[4096];
@@ -1581,6 +1819,15 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   d->base.m = &rocks_methods;
   d->lock_fd = fd;
   pthread_mutex_init(&d->snap_mu, NULL);
+  pthread_cond_init(&d->snap_cv, NULL);
+  pthread_rwlock_init(&d->db_rw, NULL);
+  d->open_fn = rocksdb_open;
+  pthread_mutex_init(&d->rc_mu, NULL);
+  pthread_cond_init(&d->rc_cv, NULL);
+  buf_init(&d->drop_b);
+  buf_init(&d->drop_e);
+  buf_init(&d->rc_b);
+  buf_init(&d->rc_e);
   pthread_mutex_init(&d->q_mu, NULL);
   pthread_mutex_init(&d->batch_mu, NULL);
   pthread_cond_init(&d->q_cv, NULL);
@@ -1634,6 +1881,25 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   }
   d->wo = rocksdb_writeoptions_create();
   rocksdb_writeoptions_set_sync(d->wo, !o->no_sync);
+  size_t plen = strlen(path) + 1;
+  if (!(d->path = dv_malloc(plen))) {
+    rc = DV_ENOMEM;
+    goto fail;
+  }
+  memcpy(d->path, path, plen);
+  d->room = ((uint64_t)(o->memtable_mb ? o->memtable_mb : 64) << 20) * 23 / 10;
+  if (o->reserve_mb > 0) {
+    d->reserve = (uint64_t)o->reserve_mb << 20;
+  } else if (o->reserve_mb == 0) { /* see kv.h: room for a flush, a new WAL and a compaction */
+    uint64_t total = 0, mem = (uint64_t)(o->memtable_mb ? o->memtable_mb : 64) << 20;
+    if (free_bytes(path, &total) >= 0) {
+      uint64_t r = total / 20;
+      if (r < 2 * mem + (64u << 20)) r = 2 * mem + (64u << 20);
+      if (r > (uint64_t)KV_ROCKS_RESERVE_MAX_MB << 20) r = (uint64_t)KV_ROCKS_RESERVE_MAX_MB << 20;
+      if (r > total / 2) r = total / 2;
+      d->reserve = r;
+    }
+  }
   d->ro_latest = rocksdb_readoptions_create();
   /* Stamps continue above everything ever acknowledged. */
   if ((rc = read_version(d, &d->version))) goto fail;
@@ -1658,18 +1924,22 @@ static void r_bulk_written(kv_db *kd, size_t n) {
   rdb *d = (rdb *)kd;
   uint64_t before = __atomic_fetch_add(&d->bulk_bytes, n, __ATOMIC_RELAXED);
   if (before / KV_BULK_FLUSH_BYTES == (before + n) / KV_BULK_FLUSH_BYTES) return;
+  if (pthread_rwlock_tryrdlock(&d->db_rw)) return; /* being reopened: a hint, skipped */
   rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
   rocksdb_flushoptions_set_wait(fo, 0);
   char *err = NULL;
-  rocksdb_flush(d->db, fo, &err);
+  if (d->db) rocksdb_flush(d->db, fo, &err);
   rocksdb_free(err); /* a hint: a failed flush changes nothing */
   rocksdb_flushoptions_destroy(fo);
+  pthread_rwlock_unlock(&d->db_rw);
   malloc_trim(0);
 }
 
 static int r_compact(kv_db *kd) {
   rdb *d = (rdb *)kd;
-  rocksdb_compact_range(d->db, NULL, 0, NULL, 0);
+  if (pthread_rwlock_rdlock(&d->db_rw)) return 0;
+  if (d->db) rocksdb_compact_range(d->db, NULL, 0, NULL, 0);
+  pthread_rwlock_unlock(&d->db_rw);
   return 0;
 }
 

@@ -346,6 +346,7 @@ int store_db_create(store *s, const char *name) {
 static int delete_fn(kv_txn *txn, void *arg) {
   struct cd_arg *a = arg;
   store *s = a->s;
+  kv_set_frees_space(txn); /* a full disk must not keep a database from being dropped */
   struct dbrec rec;
   int found;
   int rc = dbrec_read(s, txn, a->name, a->len, 0, &rec, &found);

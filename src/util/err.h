@@ -30,6 +30,19 @@
   X(INTERNAL,     -3007, 500, "internal_server_error", "Internal error.", 0)  \
   X(EOF_,         -3008, 400, "bad_request", "Unexpected end of input.", 0)   \
   X(NOTSUP,       -3009, 501, "not_implemented", "Not implemented.", 0)       \
+  X(NOSPC,        -3010, 507, "insufficient_storage", "Insufficient storage: the data directory's filesystem is full.", 0) \
+  /* HTTP request framing (http/hwire.h) */                                    \
+  X(HTTP_FOLD,    -3301, 400, "bad_request", "Obsolete line folding in a request header is not accepted.", 0) \
+  X(HTTP_HEADER,  -3302, 400, "bad_request", "Malformed request header.", 0)  \
+  X(HTTP_LENGTH,  -3303, 400, "bad_request", "Invalid or conflicting Content-Length.", 0) \
+  X(HTTP_SMUGGLE, -3304, 400, "bad_request", "Content-Length and Transfer-Encoding in one request.", 0) \
+  X(HTTP_TE,      -3305, 400, "bad_request", "Malformed Transfer-Encoding: only a single \"chunked\" is accepted.", 0) \
+  X(HTTP_CODING,  -3306, 501, "not_implemented", "Unsupported Transfer-Encoding: only chunked is implemented.", 0) \
+  X(HTTP_CHUNK,   -3307, 400, "bad_request", "Malformed chunked request body.", 0) \
+  X(HTTP_CHUNK_LINE, -3308, 400, "bad_request", "Chunk size line (extensions included) too long.", 0) \
+  X(HTTP_HEAD_LARGE, -3309, 431, "request_header_fields_too_large", "Request header fields too large.", 0) \
+  X(HTTP_URI_LONG, -3310, 414, "uri_too_long", "Request line too long.", 0)  \
+  X(HTTP_HEAD_TIMEOUT, -3311, 408, "request_timeout", "The request head did not arrive in time.", 0) \
   /* codecs */                                                                 \
   X(TUPLE,        -3101, 500, "internal_server_error", "Malformed tuple encoding.", 0) \
   X(JSON,         -3201, 400, "bad_request", "invalid UTF-8 JSON", 0)        \

@@ -2,7 +2,8 @@
  * real `divan serve` (test/node/http/, test/node/clients/), one
  * runner test per suite, and once more on `divan serve --fdb` over the
  * libfdb_c double (fdb_http_*); the unit tests of crypto.c (test_crypto.c),
- * multipart.c (test_multipart.c) and hparse.c (test_hparse.c). */
+ * multipart.c (test_multipart.c), hparse.c (test_hparse.c) and the request
+ * framing of hwire.c (test_hwire.c). */
 #define HTTP_TESTS(X)          \
   X(http_url_fuzz_smoke, 60)   \
   X(crypto_b64_fuzz_smoke, 60) \
@@ -49,6 +50,9 @@
   X(hparse_accepts_any, 5)     \
   X(hparse_media_is, 5)        \
   X(hparse_boundary_limits, 5) \
+  X(hwire_fuzz_smoke, 60)      \
+  X(hwire_table, 5)            \
+  X(hwire_limits, 5)           \
   X(http_server, 120)          \
   X(http_limits, 120)          \
   X(http_doc, 180)             \
@@ -58,6 +62,9 @@
   X(http_changes, 180)         \
   X(http_purge, 120)           \
   X(http_conformance, 120)     \
+  X(http_hostile, 120)         \
+  X(http_slowloris, 120)       \
+  X(http_diskfull, 240)        \
   X(users_name_of, 5)          \
   X(users_signup_anonymous, 5) \
   X(users_write_own_doc, 5)    \

@@ -12,6 +12,7 @@
   X(json_errors, 5) \
   X(json_dom_access, 5) \
   X(json_dom_build, 5) \
+  X(json_dom_big_object, 20) \
   X(json_escape_output, 5) \
   X(json_stream_writer, 5) \
   X(json_utf8, 5) \

@@ -70,7 +70,8 @@ function startDivan(opts = {}) {
       const halt = (sig) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return exited;
         proc.kill(sig);
-        const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+        // a sanitized build's exit (LeakSanitizer's scan of a large heap) takes longer
+        const t = setTimeout(() => proc.kill('SIGKILL'), /address/.test(process.env.DV_BUILD || '') ? 30000 : 5000);
         return exited.finally(() => clearTimeout(t));
       };
       const base = m[1];
