@@ -149,6 +149,14 @@ static int write_allowed(hreq *r) {
   return 0;
 }
 
+/* One edit through the store as the requester (the write hooks see who). */
+static int att_update(hreq *r, store_edit *e) {
+  store_wctx w;
+  store_user u;
+  auth_wctx(r, &w, &u);
+  return store_update(r->db, &w, e, 1, 1);
+}
+
 /* ---- revisions ----------------------------------------------------------- */
 
 /* couch_doc:parse_rev's shape: decimal digits, '-', then anything. */
@@ -476,7 +484,7 @@ static void up_finish(void *arg, hreq *r) {
     return;
   }
   e.atts[e.n_atts++] = na;
-  rc = store_update(r->db, &e, 1, 1);
+  rc = att_update(r, &e);
   if (!rc) rc = e.rc;
   if (rc) {
     write_err(r, rc);
@@ -935,7 +943,7 @@ static void att_delete(hreq *r) {
   }
   store_edit e;
   rc = edit_from(r, doc, name, nlen, &e);
-  if (!rc) rc = store_update(r->db, &e, 1, 1);
+  if (!rc) rc = att_update(r, &e);
   if (!rc) rc = e.rc;
   if (rc) {
     write_err(r, rc);
@@ -1275,7 +1283,7 @@ void hapi_doc_form(hreq *r) {
       goto out;
     }
   }
-  rc = store_update(r->db, &e, 1, 1);
+  rc = att_update(r, &e);
   if (!rc) rc = e.rc;
   if (rc) write_err(r, rc);
   else send_written(r, 201, &e.rev);

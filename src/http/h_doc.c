@@ -696,31 +696,18 @@ static const wans ANS_DELETE = {200, 200, 1, 0};
 static const wans ANS_COPY = {201, 201, 1, 1};
 static const wans ANS_POST = {201, 201, 0, 1};
 
-/* May the requester write doc to id? Design documents need a db admin;
- * _users documents follow users.c's rules, which may replace *doc (a
- * plaintext password becomes PBKDF2 fields). doc NULL: a deletion. -1 with
- * the error written. */
+/* May the requester write doc to id? Design documents need a db admin.
+ * In the users database a plaintext password becomes PBKDF2 fields here
+ * (*doc replaced); the _users rules answer from the store's edit (the users
+ * database's validator, auth.c). doc NULL: a deletion. -1 with the error
+ * written. */
 static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
   if (has_prefix(id, n, "_design/") && auth_db_admin(r)) return -1;
   if (doc && !is_local(id, n) && hrepl_doc_check(r, *doc)) return -1;
-  if (!auth_is_users_db(r) || is_local(id, n)) return 0;
-  const json_val *mine = doc ? json_obj_getz(*doc, "_rev") : NULL;
-  size_t rl = 0;
-  const char *rev = mine && mine->type == JSON_STRING ? (rl = mine->len, mine->u.s) : NULL;
-  if (!doc) rev = hq_get(r, "rev", &rl); /* DELETE ?rev= */
-  json_val *out = NULL;
-  users_err e;
-  int rc = auth_users_write(r, id, n, doc ? *doc : NULL, rev, rl, 1, &out, &e);
-  if (rc < 0) {
-    hres_err(r, rc);
-    return -1;
-  }
-  if (rc) {
-    hres_errs(r, e.status, e.error, e.reason);
-    return -1;
-  }
-  if (doc) *doc = out;
-  return 0;
+  if (!doc || is_local(id, n)) return 0;
+  int rc = auth_users_prepare(r, id, n, *doc, doc);
+  if (rc) hres_err(r, rc);
+  return rc ? -1 : 0;
 }
 
 /* _local documents are not rev-checked (CouchDB 3.4), unless the request
@@ -771,8 +758,12 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
     write_err_why(r, rc, e->id, e->id_len, why);
     return;
   }
-  rc = store_update(r->db, e, 1, new_edits);
-  if (batch) { /* CouchDB answers before it writes; errors only reach its log */
+  store_wctx wc;
+  store_user su;
+  auth_wctx(r, &wc, &su);
+  rc = store_update(r->db, &wc, e, 1, new_edits);
+  if (batch && !(!rc && e->why)) { /* CouchDB answers before it writes; errors only reach its log
+                                     (a validator's refusal came first, as it did before the hooks) */
     hres_written(r, 202, e->id, e->id_len, NULL, 0, 0);
     return;
   }

@@ -115,6 +115,7 @@ typedef struct hreq {
   int need_db_admin;              /* the router wants a db admin for this path */
   int users_db;                   /* seg[0] names the users database (auth_authorize) */
   int users_doc;                  /* a document request on _users: users.c's rules, not _security */
+  const json_val *sec;            /* the _security object in force, once auth_security read it */
   /* the response */
   int status;                     /* 0 until a handler set one */
   const char *ctype;              /* Content-Type (default application/json) */

@@ -11,7 +11,8 @@
  *     dead: DV_ENO_DB, dropped from the cache). Either way a read conflict
  *     on (R,0,"dbs",Name), so a write racing the database's deletion fails
  *     and its retry sees DV_ENO_DB instead of landing under a dead prefix.
- *   delete, _revs_limit, _security -> bump the metadata version.
+ *   delete, _revs_limit, _security, a write of a _design/ document (edit.c:
+ *     the write hooks may change, hooks.c) -> bump the metadata version.
  *
  * A database's prefix comes from (R,0,"prefix_counter"), read non-snapshot
  * (two creators conflict), so a re-created database never reuses one.
@@ -102,6 +103,7 @@ static int mdv_read(kv_txn *txn, uint8_t out[16], size_t *out_len, int *found) {
 
 static void handle_free(store_db *db) {
   st_rank_free(db->rank);
+  st_hooks_put(db->hooks);
   pthread_mutex_destroy(&db->mu);
   dv_free(db->conflict);
   dv_free(db->name);
@@ -161,6 +163,7 @@ int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) {
     memcpy(db->mdv, mdv, mdv_len);
     db->mdv_len = mdv_len;
     db->mdv_found = found;
+    db->meta_gen++; /* the write hooks load again (hooks.c) */
     pthread_mutex_unlock(&db->mu);
   }
   pthread_mutex_lock(&db->mu);

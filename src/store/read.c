@@ -186,6 +186,11 @@ static int load_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
   return *out ? 0 : DV_ENOMEM;
 }
 
+int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
+                json_val **out) {
+  return load_doc(txn, x, id, id_len, br, 0, NULL, a, out);
+}
+
 /* ---- single documents ---------------------------------------------------------------- */
 
 struct get_arg {

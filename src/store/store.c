@@ -63,6 +63,8 @@ void st_count_read(size_t kvs) {
   tls_stats.round_trips++;
   tls_stats.kvs += kvs;
 }
+void st_count_old_body(void) { tls_stats.old_bodies++; }
+
 void store_read_stats_get(store_read_stats *out) { *out = tls_stats; }
 void store_read_stats_reset(void) { memset(&tls_stats, 0, sizeof tls_stats); }
 

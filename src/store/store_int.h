@@ -88,6 +88,8 @@ struct store_db {
   int mdv_found;          /* 0: the key was absent then */
   int dead;               /* 1: deleted (prefix no longer named) */
   struct st_rank *rank;   /* _all_docs offsets (read.c), under mu */
+  uint64_t meta_gen;      /* +1 each time st_db_check reloads the cache (mdv moved) */
+  struct st_hooks *hooks; /* the write hooks loaded at meta_gen (hooks.c), under mu */
 };
 
 struct store {
@@ -107,6 +109,8 @@ struct store {
   int64_t last_cleanup;   /* unix minutes of the last TxId cleanup */
   pthread_mutex_t dbu_mu; /* one consumer at a time in this process; guards dbu_cursor */
   dv_buf *dbu_cursor;     /* per partition: the last queue key this process consumed (dbupd.c) */
+  store_hooks_provider hp; /* the write hooks' provider (hooks.c), under mu */
+  uint64_t hp_gen;        /* +1 per store_set_hooks, under mu */
 };
 
 /* ---- keys ---------------------------------------------------------------- */
@@ -254,6 +258,32 @@ void st_count_read(size_t kvs);
 void st_le64(int64_t v, uint8_t out[8]);
 int64_t st_le64_get(const uint8_t *p, size_t n);
 int st_counter_add(kv_txn *txn, const st_dbx *x, const char *name, int64_t delta) DV_MUST_CHECK;
+
+/* ---- write hooks (hooks.c) ------------------------------------------------------- */
+
+typedef struct st_hooks st_hooks;
+/* The handle's hook table for this transaction (after st_db_check), a
+ * reference the caller drops with st_hooks_put; *out NULL when no provider
+ * is registered. Errors: the provider's, DV_ENOMEM. */
+int st_hooks_get(store_db *db, st_hooks **out) DV_MUST_CHECK;
+void st_hooks_put(st_hooks *h); /* NULL is fine */
+/* 1 when validators would run for a write with context w. */
+int st_hooks_validating(const st_hooks *h, const store_wctx *w);
+/* Run the validators on edit e (parent: the rev it names; old: the leaf it
+ * replaces, NULL when none; its body is read only if a validator asks). A
+ * refusal sets e->rc, e->why and *refused; other errors are returned. */
+int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const st_dbx *x, store_edit *e,
+                      const store_rev *parent, const st_branch *old, dv_arena *a, int *refused) DV_MUST_CHECK;
+/* The winner of e's document changed from old_w (NULL: new document) to
+ * new_w (new_is_edit: it is e's own new leaf): index_update, if any. */
+int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const store_edit *e, const st_branch *old_w,
+                   const st_branch *new_w, int new_is_edit) DV_MUST_CHECK;
+/* A leaf as a document {"_id","_rev",["_deleted"],body…,["_attachments"]}
+ * (read.c), in the arena. */
+int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
+                json_val **out) DV_MUST_CHECK;
+/* Count a lazy old-body read (store_read_stats.old_bodies). */
+void st_count_old_body(void);
 
 /* ---- attachments (att.c) ------------------------------------------------------ */
 
