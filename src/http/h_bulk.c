@@ -85,18 +85,6 @@ static void buf_rev(dv_buf *o, dv_buf *t, const store_rev *rv) {
   json_escape(o, (const char *)t->p, t->len);
 }
 
-/* couch_doc:validate_docid's checks and messages; NULL when the id is fine. */
-static const char *docid_problem(const char *id, size_t n) {
-  if (n == 0) return "Document id must not be empty";
-  if (mem_is(id, n, "_design/")) return "Illegal document id `_design/`";
-  if (mem_is(id, n, "_local/")) return "Illegal document id `_local/`";
-  if (n > STORE_MAX_DOCID) return "Document id is too long";
-  if (json_utf8_check(id, n, NULL)) return "Document id must be valid UTF-8";
-  if (id[0] == '_' && !has_prefix(id, n, "_design/") && !has_prefix(id, n, "_local/"))
-    return "Only reserved document ids may start with underscore.";
-  return NULL;
-}
-
 /* CouchDB's parse_rev accepts "INT-ANYTHING" (Erlang list_to_integer for
  * the position: an optional sign and digits). The store is stricter later
  * and answers with the same message. */
@@ -161,7 +149,7 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
         hres_errs(r, 400, "illegal_docid", "Document id must be a string");
         return -1;
       }
-      const char *why = docid_problem(v->u.s, v->len);
+      const char *why = store_docid_problem(v->u.s, v->len, 1);
       if (why) {
         hres_errs(r, 400, "illegal_docid", why);
         return -1;
@@ -558,7 +546,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
     err = "bad_request", why = "document id missed";
   } else if (id->type != JSON_STRING) {
     err = "illegal_docid", why = "Document id must be a string";
-  } else if ((why = docid_problem(id->u.s, id->len))) {
+  } else if ((why = store_docid_problem(id->u.s, id->len, 1))) {
     err = "illegal_docid";
   } else if ((rev = json_obj_getz(item, "rev"))) {
     if (rev->type != JSON_STRING || !rev_text_ok(rev->u.s, rev->len) ||

@@ -185,21 +185,6 @@ static int local_rev(hreq *r, const trev *rev, int have, int64_t *out) {
 
 /* ---- document ids and bodies ----------------------------------------------- */
 
-/* couch_doc:validate_docid: 0, or the illegal_docid error written and -1. */
-static int docid_ok(hreq *r, const char *id, size_t n) {
-  const char *why = NULL;
-  if (n == 0) why = "Document id must not be empty";
-  else if (n == 8 && !memcmp(id, "_design/", 8)) why = "Illegal document id `_design/`";
-  else if (n == 7 && !memcmp(id, "_local/", 7)) why = "Illegal document id `_local/`";
-  else if (n > STORE_MAX_DOCID) why = "Document id is too long";
-  else if (json_utf8_check(id, n, NULL)) why = "Document id must be valid UTF-8";
-  else if (id[0] == '_' && !has_prefix(id, n, "_design/") && !has_prefix(id, n, "_local/"))
-    why = "Only reserved document ids may start with underscore.";
-  if (!why) return 0;
-  hres_errs(r, 400, "illegal_docid", why);
-  return -1;
-}
-
 static int doc_validation(hreq *r, const char *why) {
   hres_errs(r, 400, "doc_validation", why);
   return -1;
@@ -267,7 +252,7 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
         hres_errs(r, 400, "illegal_docid", "Document id must be a string");
         return -1;
       }
-      if (docid_ok(r, m->val->u.s, m->val->len)) return -1;
+      if (hreq_docid_ok(r, m->val->u.s, m->val->len, 1)) return -1;
       break;
     case STORE_MEMBER_REV:
       if (revs_set) break; /* _revisions came first and wins */
@@ -845,7 +830,7 @@ static int is_mp_related(const char *ct) { return ct && hparse_media_is(ct, strl
 /* PUT /{db}/{docid}: a JSON document, or a multipart/related body (the
  * document, then the content of its "follows" attachments). */
 static void doc_put(hreq *r, const docq *q, int local) {
-  if (docid_ok(r, r->docid, r->docid_len)) return;
+  if (hreq_docid_ok(r, r->docid, r->docid_len, 1)) return;
   putctx c = {.r = r, .q = q, .local = local, .batch = batch_ok(r)};
   hatt_w *w = hatt_w_new(r);
   if (!w) {
@@ -914,7 +899,7 @@ void hapi_doc_mp_begin(hreq *r) {
     hres_err(r, DV_ENOMEM);
     return;
   }
-  if (parse_docq(r, &u->q) || docid_ok(r, r->docid, r->docid_len)) return;
+  if (parse_docq(r, &u->q) || hreq_docid_ok(r, r->docid, r->docid_len, 1)) return;
   u->c = (putctx){.r = r, .q = &u->q, .local = 0, .batch = batch_ok(r)};
   if (!(u->w = hatt_w_new(r))) {
     hres_err(r, DV_ENOMEM);
@@ -1036,7 +1021,7 @@ static void doc_copy(hreq *r, int local) {
       return;
     }
   }
-  if (docid_ok(r, tid, tn)) return;
+  if (hreq_docid_ok(r, tid, tn, 1)) return;
   if (is_local(tid, tn)) {
     local_write(r, doc, tid, tn, &trv, have_t, 0, &ANS_COPY);
     return;

@@ -132,6 +132,10 @@ const char *hreq_hdr(hreq *r, const char *name);
  * does not exist.", 400 illegal_database_name) and returns nonzero. */
 int hreq_open_db(hreq *r);
 
+/* A document id the store accepts (store_docid_problem; local: "_local/…"
+ * too): 0, or 400 illegal_docid with CouchDB's reason written and -1. */
+int hreq_docid_ok(hreq *r, const char *id, size_t n, int local);
+
 /* Content-Type must be application/json (parameters such as charset are
  * allowed), else 415 bad_content_type written and nonzero returned. */
 int hreq_need_json(hreq *r);

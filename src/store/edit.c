@@ -37,17 +37,6 @@
 
 /* ---- ids and special members ------------------------------------------------ */
 
-int store_docid_check(const char *id, size_t len, int local) {
-  if (!id || len == 0 || len > STORE_MAX_DOCID) return DV_EBAD_DOCID;
-  if (json_utf8_check(id, len, NULL)) return DV_EBAD_DOCID;
-  if (id[0] == '_') {
-    if (len > 8 && !memcmp(id, "_design/", 8)) return 0;
-    if (local && len > 7 && !memcmp(id, "_local/", 7)) return 0;
-    return DV_EBAD_DOCID;
-  }
-  return 0;
-}
-
 /* A name CouchDB accepts: non-empty UTF-8, not starting with '_'. */
 static int att_name_ok(const char *p, size_t n) {
   return n && p[0] != '_' && !json_utf8_check(p, n, NULL) && !memchr(p, 0, n);

@@ -304,9 +304,16 @@ typedef struct store_edit {
  * e->id NULL (the caller mints one). */
 int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_edit *e) DV_MUST_CHECK;
 
-/* Check a document id: non-empty, valid UTF-8, at most STORE_MAX_DOCID
- * bytes, not starting with '_' unless "_design/…" (or "_local/…" when
- * local is 1). DV_EBAD_DOCID otherwise. */
+/* couch_doc:validate_docid (name.c): NULL when the id is good — non-empty,
+ * valid UTF-8, at most STORE_MAX_DOCID bytes, not starting with '_' unless
+ * "_design/…" (or "_local/…" when local is 1) — else CouchDB's reason
+ * (static): "Document id must not be empty", "Illegal document id
+ * `_design/`", "Illegal document id `_local/`" (local only), "Document id
+ * is too long", "Document id must be valid UTF-8", "Only reserved document
+ * ids may start with underscore.". The HTTP layer answers 400
+ * illegal_docid with it. */
+const char *store_docid_problem(const char *id, size_t len, int local);
+/* The same as a code: 0 or DV_EBAD_DOCID. */
 int store_docid_check(const char *id, size_t len, int local);
 
 /* Apply edits as w says who writes (NULL: the server itself, no

@@ -790,3 +790,33 @@ TEST(store_txid_cleanup) {
   ASSERT_EQ(count_txids(&t), before);
   st_down(&t);
 }
+
+/* Document ids: one rule set (name.c), CouchDB's reasons, for every path. */
+TEST(store_docid_rules) {
+  static const struct {
+    const char *id;
+    int local;
+    const char *why; /* NULL: good */
+  } t[] = {
+      {"", 1, "Document id must not be empty"},
+      {"_design/", 1, "Illegal document id `_design/`"},
+      {"_design/", 0, "Illegal document id `_design/`"},
+      {"_local/", 1, "Illegal document id `_local/`"},
+      {"_local/", 0, "Only reserved document ids may start with underscore."},
+      {"_local/x", 0, "Only reserved document ids may start with underscore."},
+      {"_local/x", 1, NULL},
+      {"_design/x", 0, NULL},
+      {"_x", 1, "Only reserved document ids may start with underscore."},
+      {"\xff", 1, "Document id must be valid UTF-8"},
+      {"a", 0, NULL},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    const char *w = store_docid_problem(t[i].id, strlen(t[i].id), t[i].local);
+    ASSERTF(t[i].why ? w && !strcmp(w, t[i].why) : !w, "%s (local %d): %s", t[i].id, t[i].local, w ? w : "ok");
+    ASSERT_EQ(store_docid_check(t[i].id, strlen(t[i].id), t[i].local), t[i].why ? DV_EBAD_DOCID : 0);
+  }
+  char big[STORE_MAX_DOCID + 2];
+  memset(big, 'a', sizeof big);
+  ASSERT_STR_EQ(store_docid_problem(big, STORE_MAX_DOCID + 1, 1), "Document id is too long");
+  ASSERT(!store_docid_problem(big, STORE_MAX_DOCID, 1));
+}

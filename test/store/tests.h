@@ -27,7 +27,8 @@
   X(body_digest_cases, 10) \
   X(body_json_size, 10) \
   X(body_speed, 30) \
-  X(body_fuzz_smoke, 120)
+  X(body_fuzz_smoke, 120) \
+  X(store_docid_rules, 5)
 
 #define STORE_KV_TESTS(X, R) \
   R(X, store_db_names, 5) \
