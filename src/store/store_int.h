@@ -101,7 +101,7 @@ struct store {
   pthread_mutex_t mu;     /* guards tab */
   store_db *tab[256];     /* handle cache, hashed by name */
   uint8_t owner[16];      /* this process's lease owner id */
-  pthread_t bg;           /* background thread */
+  pthread_t bg;           /* background thread (bg.c) */
   int bg_started;
   int bg_stop;            /* under bg_mu */
   pthread_mutex_t bg_mu;
@@ -316,6 +316,11 @@ int st_upload_done(const store_att_upload *u, int64_t *len, uint8_t md5[16]) DV_
 void st_upload_set_linked(store_att_upload *u);
 /* Clear expired unlinked uploads (a batch); the number cleared or an error. */
 int st_att_sweep(store *s, int64_t now_ms);
+
+/* The background thread (bg.c): start (DV_ENOMEM when it cannot), and
+ * stop and join it (a no-op when it never started). */
+int st_bg_start(store *s) DV_MUST_CHECK;
+void st_bg_stop(store *s);
 
 /* Background work, called by the store's thread. */
 int st_txid_cleanup(store *s) DV_MUST_CHECK;
