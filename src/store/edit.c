@@ -527,6 +527,12 @@ static int collect(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, 
   return st_att_collect(txn, x, id, id_len, gone->att_ids, gone->n_att_ids, keep, n);
 }
 
+/* The user body of an edit's new leaf, for index_update. */
+static const json_val *new_body(const store_edit *e) {
+  static const json_val empty = {.type = JSON_OBJECT};
+  return e->body ? e->body : &empty;
+}
+
 /* The hooks an attempt runs (hooks.c). */
 typedef struct wh {
   const st_hooks *h;     /* the handle's table, NULL: none */
@@ -638,7 +644,9 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, u
   if (NW == &P2 && (rc = st_branch_put(txn, x, e->id, e->id_len, &P2, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
   if ((rc = st_change_move(txn, x, e->id, e->id_len, haveW ? &W.seq : NULL, NW, bc, uv))) return rc;
-  if ((!haveW || NW != &W) && (rc = st_hooks_index(hk->h, txn, x, e, haveW ? &W : NULL, NW, NW == &L))) return rc;
+  if ((!haveW || NW != &W) &&
+      (rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, haveW ? &W : NULL, NW, NW == &L ? new_body(e) : NULL)))
+    return rc;
   count(dl, haveW ? &W : NULL, NW, haveB ? B.kv_size : 0, L.kv_size);
   e->rc = 0;
   e->rev = L.rev;
@@ -769,7 +777,8 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, ui
   if (NW != &L && NW != W && (rc = st_branch_put(txn, x, e->id, e->id_len, NW, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
   if ((rc = st_change_move(txn, x, e->id, e->id_len, W ? &W->seq : NULL, NW, bc, uv))) return rc;
-  if (NW != W && (rc = st_hooks_index(hk->h, txn, x, e, W, NW, NW == &L))) return rc;
+  if (NW != W && (rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, W, NW, NW == &L ? new_body(e) : NULL)))
+    return rc;
   count(dl, W, NW, ext >= 0 ? brs[ext].kv_size : 0, L.kv_size);
   e->rc = 0;
   *wrote = 1;
@@ -788,12 +797,10 @@ struct up_arg {
   dv_arena arena;    /* per attempt */
 };
 
-static int up_fn(kv_txn *txn, void *arg) {
+static int up_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct up_arg *u = arg;
   arena_reset(&u->arena);
-  st_dbx x;
-  int rc = st_db_check(u->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   st_hooks *h;
   if ((rc = st_hooks_get(u->db, &h))) return rc;
   wh hk = {.h = h, .w = u->w};
@@ -807,8 +814,8 @@ static int up_fn(kv_txn *txn, void *arg) {
     d->e->why = NULL;
     d->wrote = 0;
     int wrote = 0;
-    rc = u->new_edits ? edit_interactive(txn, &x, &hk, d, uv, &dl, &u->arena, &wrote)
-                      : edit_replicated(txn, &x, &hk, d, uv, &dl, &u->arena, &wrote);
+    rc = u->new_edits ? edit_interactive(txn, x, &hk, d, uv, &dl, &u->arena, &wrote)
+                      : edit_replicated(txn, x, &hk, d, uv, &dl, &u->arena, &wrote);
     if (rc) break;
     d->wrote = wrote;
     uv += (uint16_t)wrote;
@@ -819,13 +826,13 @@ static int up_fn(kv_txn *txn, void *arg) {
   if (uv == 0) return 0; /* nothing written: a read-only commit */
   /* a design document may change the hooks: every process reloads them */
   if (design && (rc = st_mdv_bump(txn))) return rc;
-  if ((rc = st_counter_add(txn, &x, "doc_count", dl.dc))) return rc;
-  if ((rc = st_counter_add(txn, &x, "doc_del_count", dl.ddc))) return rc;
-  if ((rc = st_counter_add(txn, &x, "size_active", dl.sa))) return rc;
-  if ((rc = st_counter_add(txn, &x, "size_external", dl.se))) return rc;
-  rc = st_update_seq_put(txn, &x, (uint16_t)(uv - 1));
-  if (!rc) rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix);
-  if (!rc) rc = st_txid_write(x.s, txn, u->op);
+  if ((rc = st_counter_add(txn, x, "doc_count", dl.dc))) return rc;
+  if ((rc = st_counter_add(txn, x, "doc_del_count", dl.ddc))) return rc;
+  if ((rc = st_counter_add(txn, x, "size_active", dl.sa))) return rc;
+  if ((rc = st_counter_add(txn, x, "size_external", dl.se))) return rc;
+  rc = st_update_seq_put(txn, x, (uint16_t)(uv - 1));
+  if (!rc) rc = st_dbu_enqueue(x->s, txn, x->name, x->name_len, x->prefix);
+  if (!rc) rc = st_txid_write(x->s, txn, u->op);
   return rc;
 }
 
@@ -920,7 +927,7 @@ int store_update(store_db *db, const store_wctx *w, store_edit *edits, size_t n,
       j++;
       if (j - i >= 4096) break; /* user versions and the 5 s window */
     }
-    st_op op = {.fn = up_fn, .keep = up_keep, .restore = up_restore, .use_txid = 1};
+    st_op op = {.dbfn = up_fn, .db = db, .keep = up_keep, .restore = up_restore, .use_txid = 1};
     u.op = &op;
     u.from = i;
     u.to = j;

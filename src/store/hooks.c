@@ -30,7 +30,9 @@
  *                                    did;
  *       … the edit's writes …
  *       st_hooks_index               the winner changed: index_update in the
- *                                    same transaction; an error aborts it;
+ *                                    same transaction; an error aborts it
+ *                                    (store_purge calls it too when a purge
+ *                                    changes or removes the winner);
  *     once per transaction           an edit of a _design/ document wrote ->
  *                                    st_mdv_bump: every process (and every
  *                                    handle here) reloads its table in its
@@ -186,13 +188,11 @@ int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const
 
 /* ---- index_update ---------------------------------------------------------------- */
 
-int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const store_edit *e, const st_branch *old_w,
-                   const st_branch *new_w, int new_is_edit) {
+int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
+                   const st_branch *old_w, const st_branch *new_w, const json_val *new_body) {
   if (!h || !h->h.index_update) return 0;
   store_winner ow, nw;
   if (old_w) ow = (store_winner){.rev = &old_w->rev, .deleted = old_w->deleted};
-  static const json_val empty = {.type = JSON_OBJECT};
-  nw = (store_winner){.rev = &new_w->rev, .deleted = new_w->deleted,
-                      .body = new_is_edit ? (e->body ? e->body : &empty) : NULL};
-  return h->h.index_update(h->h.index_ctx, txn, x->db, e->id, e->id_len, old_w ? &ow : NULL, &nw);
+  if (new_w) nw = (store_winner){.rev = &new_w->rev, .deleted = new_w->deleted, .body = new_body};
+  return h->h.index_update(h->h.index_ctx, txn, x->db, id, id_len, old_w ? &ow : NULL, new_w ? &nw : NULL);
 }

@@ -86,8 +86,9 @@ typedef struct store_winner {
                                 leaf; NULL otherwise (not read) */
 } store_winner;
 
-/* index_update: old_w NULL when the document is new. Runs after the edit's
- * writes, in its transaction; nonzero aborts the transaction (store_update
+/* index_update: old_w NULL when the document is new, new_w NULL when a
+ * purge removed it. Runs after the edit's (or purge's) writes, in its
+ * transaction; nonzero aborts the transaction (store_update or store_purge
  * returns it). */
 typedef int (*store_index_update_fn)(void *ctx, kv_txn *txn, store_db *db, const char *id, size_t id_len,
                                      const store_winner *old_w, const store_winner *new_w);

@@ -342,7 +342,13 @@ int st_run(store *s, st_op *op) {
         break;
       }
     }
-    if (!rc) rc = op->fn(txn, op->arg);
+    if (!rc && op->db) {
+      st_dbx x;
+      rc = st_db_check(op->db, txn, &x);
+      if (!rc) rc = op->dbfn(txn, &x, op->arg);
+    } else if (!rc) {
+      rc = op->fn(txn, op->arg);
+    }
     if (!rc) rc = kv_commit(txn);
     if (!rc) break;
     if (dv_err_maybe_committed(rc)) {

@@ -221,6 +221,10 @@ int st_update_seq_put(kv_txn *txn, const st_dbx *x, uint16_t uv) DV_MUST_CHECK;
  * maybe-committed, and brings them back with `restore`. */
 typedef struct st_op {
   int (*fn)(kv_txn *txn, void *arg);  /* one attempt; 0 to commit */
+  /* or, for an operation on one database: st_run checks db in each
+   * attempt (st_db_check) and hands dbfn the checked database */
+  int (*dbfn)(kv_txn *txn, const st_dbx *x, void *arg);
+  store_db *db;
   void (*keep)(void *arg);            /* optional: save this attempt's results */
   void (*restore)(void *arg);         /* optional: bring the saved ones back */
   int64_t *result;                    /* optional: the one number fn reports */
@@ -232,6 +236,7 @@ typedef struct st_op {
   int committed_before;               /* out: 1 if an earlier attempt's TxId was found */
 } st_op;
 
+/* Run op: fn, or (op->db set) st_db_check then dbfn, in each attempt. */
 int st_run(store *s, st_op *op) DV_MUST_CHECK;
 /* Write op's TxId key in txn (fn calls this in every attempt). */
 int st_txid_write(store *s, kv_txn *txn, const st_op *op) DV_MUST_CHECK;
@@ -274,10 +279,11 @@ int st_hooks_validating(const st_hooks *h, const store_wctx *w);
  * refusal sets e->rc, e->why and *refused; other errors are returned. */
 int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const st_dbx *x, store_edit *e,
                       const store_rev *parent, const st_branch *old, dv_arena *a, int *refused) DV_MUST_CHECK;
-/* The winner of e's document changed from old_w (NULL: new document) to
- * new_w (new_is_edit: it is e's own new leaf): index_update, if any. */
-int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const store_edit *e, const st_branch *old_w,
-                   const st_branch *new_w, int new_is_edit) DV_MUST_CHECK;
+/* The winner of document id changed from old_w (NULL: new document) to
+ * new_w (NULL: purged away); new_body: its user body when at hand (an
+ * edit's own new leaf), else NULL. index_update, if any. */
+int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
+                   const st_branch *old_w, const st_branch *new_w, const json_val *new_body) DV_MUST_CHECK;
 /* A leaf as a document {"_id","_rev",["_deleted"],body…,["_attachments"]}
  * (read.c), in the arena. */
 int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,

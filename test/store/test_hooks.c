@@ -16,8 +16,9 @@
  *   is a conflict first.
  * store_hooks_index_update: index_update is called inside the transaction
  *   for each document whose winner changed (create, update, delete,
- *   replicated branch that wins), not for a losing branch; an error from it
- *   aborts the whole transaction: no document of the call is written.
+ *   replicated branch that wins, purge of the winner or of the whole
+ *   document), not for a losing branch; an error from it aborts the whole
+ *   transaction: no document of the call is written.
  * store_hooks_reload: the provider is asked again after a _design/ write
  *   (metadata version bumped), not for ordinary writes.
  * (fdb_store_hooks_coherence, in test_fdb.c: the same across two stores.)
@@ -103,7 +104,7 @@ static int ix(void *ctx, kv_txn *txn, store_db *db, const char *id, size_t id_le
   rev_pos(n, sizeof n, nw);
   size_t l = strlen(r->index_log);
   snprintf(r->index_log + l, sizeof r->index_log - l, "%.*s:%s>%s%s;", (int)id_len, id, o, n,
-           nw->body ? "" : "?");
+           nw && !nw->body ? "?" : "");
   if (r->index_fail && id_len == strlen(r->index_fail) && !memcmp(id, r->index_fail, id_len)) return DV_EINTERNAL;
   /* a write in the edit's own transaction: it commits or not with it */
   char k[64];
@@ -326,6 +327,21 @@ TEST(store_hooks_index_update) {
   ASSERT_OK(put_as(t->db, &t->a, NULL, "{\"_id\":\"b\",\"_revisions\":{\"start\":4,\"ids\":[\""
                    "4444444444444444444444444444444b\",\"3333333333333333333333333333333b\"]}}", 0, &e));
   ASSERT_STR_EQ(r.index_log, "b:->3;b:3>4;");
+  /* purge: the winner goes (the next branch wins, its body not at hand),
+   * then the whole document */
+  r.index_log[0] = 0;
+  store_rev pr = storet_rev(&t->a, "4-4444444444444444444444444444444b"), *pout;
+  size_t pn;
+  ASSERT_OK(store_purge(t->db, "b", 1, &pr, 1, &t->a, &pout, &pn));
+  ASSERT_EQ(pn, 1);
+  store_leaf *lv;
+  size_t nl;
+  ASSERT_OK(store_doc_leaves(t->db, "b", 1, &t->a, &lv, &nl));
+  store_rev all[2] = {lv[0].rev, lv[1].rev};
+  ASSERT_OK(store_purge(t->db, "b", 1, all, 2, &t->a, &pout, &pn));
+  ASSERT_EQ(pn, 2);
+  ASSERT_STR_EQ(r.index_log, "b:4>3?;b:3>-;");
+  ASSERT_OK(put_as(t->db, &t->a, NULL, "{\"_id\":\"b\"}", 1, &e));
   /* an error aborts the transaction: neither edit of the call is written */
   r.index_fail = "bad";
   store_edit two[2];
