@@ -159,7 +159,7 @@ static void store_op(worker *w, dv_arena *a, long i) {
     e.id_len = doc_id(id, sizeof id, w->tid, w->ndocs);
     e.id = id;
     e.body = make_body(a, w->ndocs, w->tid);
-    int rc = store_update(w->db, &e, 1, 1);
+    int rc = store_update(w->db, NULL, &e, 1, 1);
     if (rc || e.rc) die("store_update create", rc ? rc : e.rc);
     doc_state *d = &w->docs[w->ndocs++];
     d->pos = e.rev.pos;
@@ -171,7 +171,7 @@ static void store_op(worker *w, dv_arena *a, long i) {
     e.id = id;
     e.body = make_body(a, k + i, w->tid);
     e.parent = (store_rev){d->pos, d->h, 16, 0};
-    int rc = store_update(w->db, &e, 1, 1);
+    int rc = store_update(w->db, NULL, &e, 1, 1);
     if (rc || e.rc) die("store_update update", rc ? rc : e.rc);
     d->pos = e.rev.pos;
     memcpy(d->h, e.rev.h, 16);

@@ -726,6 +726,7 @@ int auth_security(hreq *r, json_val **out) {
       if (rc) return rc;
     }
   }
+  r->sec = sec; /* the write hooks get it (auth_wctx) */
   *out = sec;
   return 0;
 }
@@ -802,6 +803,8 @@ int auth_admin_hash(dv_config *c, const char *password, char **out) {
   return cr_admin_hash(password, prf < 0 ? CR_SHA256 : prf, auth_iterations(c), out);
 }
 
+static int hooks_load(void *arg, const char *name, size_t len, store_hooks *out);
+
 int auth_setup(store *st, dv_config *c) {
   struct hash_arg h = {.cfg = c};
   int rc = config_each(c, "admins", collect_plain, &h);
@@ -826,6 +829,7 @@ int auth_setup(store *st, dv_config *c) {
   }
   dv_free(secret);
   if (rc) return rc;
+  store_set_hooks(st, &(store_hooks_provider){.load = hooks_load, .arg = c});
   char dbn[256];
   users_db_name(c, dbn, sizeof dbn);
   rc = store_db_create(st, dbn);
@@ -982,31 +986,60 @@ void hapi_session(hreq *r) {
 
 /* ---- _users writes ------------------------------------------------------------------ */
 
-int auth_users_write(hreq *r, const char *id, size_t n, const json_val *doc, const char *rev, size_t rev_len,
-                     int check_conflict, json_val **out, users_err *e) {
-  memset(e, 0, sizeof *e);
-  json_val *old = NULL;
-  int rc = id ? store_doc_get(r->db, id, n, NULL, 0, &r->a, &old) : DV_ENOT_FOUND;
-  if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) old = NULL, rc = 0;
-  if (rc) return rc;
-  if (check_conflict && old) {
-    /* CouchDB finds a conflict before it validates: a write that does not
-     * name the current winner's rev is 409 whoever asks */
-    const json_val *cur = json_obj_getz(old, "_rev");
-    if (!cur || !rev || cur->len != rev_len || memcmp(cur->u.s, rev, rev_len)) {
-      *e = (users_err){409, "conflict", "Document update conflict."};
-      return USERS_REFUSED;
-    }
-  }
-  json_val *nd = (json_val *)doc;
-  if (!nd) { /* a deletion */
-    nd = json_new_object(&r->a);
-    if (!nd || json_obj_setz(&r->a, nd, "_deleted", json_new_bool(&r->a, 1))) return DV_ENOMEM;
-  }
+int auth_users_prepare(hreq *r, const char *id, size_t n, json_val *doc, json_val **out) {
+  *out = doc;
+  if (!auth_is_users_db(r) || !doc || !id) return 0;
   users_ctx u = {.name = r->user, .is_admin = r->is_admin || r->db_admin};
   char *prf = config_get(hsrv_config(r->srv), "chttpd_auth", "pbkdf2_prf");
-  rc = users_check_write(&r->a, &u, id ? id : "", id ? n : 0, nd, old, prf && *prf ? prf : "sha256",
-                         auth_iterations(hsrv_config(r->srv)), out, e);
+  int rc = users_before_write(&r->a, &u, id, n, doc, prf && *prf ? prf : "sha256",
+                              auth_iterations(hsrv_config(r->srv)), out);
   dv_free(prf);
   return rc;
+}
+
+void auth_wctx(hreq *r, store_wctx *w, store_user *u) {
+  *u = (store_user){.name = r->user, .roles = r->roles, .n_roles = r->nroles > 0 ? (size_t)r->nroles : 0,
+                    .is_admin = r->is_admin, .is_db_admin = r->db_admin};
+  *w = (store_wctx){.user = u, .sec = r->sec, .a = &r->a};
+}
+
+/* The users database's validator (store/hooks.h): users.c's rules, in the
+ * edit's transaction, on the old document the store reads for it. ctx is
+ * the server's configuration. */
+static int users_vdu(void *ctx, const json_val *nd, store_old *old, const store_user *su, const json_val *sec,
+                     dv_arena *a, const char **why) {
+  (void)sec;
+  dv_config *c = ctx;
+  const json_val *id = json_obj_getz(nd, "_id");
+  if (!id || id->type != JSON_STRING) return DV_EINVAL;
+  json_val *od;
+  int rc = store_old_doc(old, &od);
+  if (rc) return rc;
+  const json_val *del = od ? json_obj_getz(od, "_deleted") : NULL;
+  if (del && del->type == JSON_BOOL && del->b) od = NULL; /* a deleted document is no old document */
+  users_ctx u = {.name = su->name, .is_admin = su->is_admin || su->is_db_admin};
+  char *prf = config_get(c, "chttpd_auth", "pbkdf2_prf");
+  users_err e;
+  rc = users_validate(a, &u, id->u.s, id->len, nd, od, prf && *prf ? prf : "sha256", auth_iterations(c), &e);
+  dv_free(prf);
+  if (rc != USERS_REFUSED) return rc;
+  *why = e.reason;
+  switch (e.status) {
+  case 401: return DV_EUNAUTHORIZED;
+  case 403: return DV_EFORBIDDEN;
+  case 404: return DV_ENOT_FOUND;
+  default: return e.error && !strcmp(e.error, "TypeError") ? DV_EVDU_TYPEERROR : DV_EVDU_UNKNOWN;
+  }
+}
+
+/* The hooks provider: the users database gets users_vdu. */
+static int hooks_load(void *arg, const char *name, size_t len, store_hooks *out) {
+  char dbn[256];
+  users_db_name(arg, dbn, sizeof dbn);
+  if (strlen(dbn) == len && !memcmp(dbn, name, len)) {
+    out->validate[0].fn = users_vdu;
+    out->validate[0].ctx = arg;
+    out->n_validate = 1;
+  }
+  return 0;
 }

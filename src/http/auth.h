@@ -88,14 +88,19 @@ void hapi_session(hreq *r);
 int auth_check_password(hreq *r, const char *name, const char *password, int *ok, const char ***roles,
                         int *nroles);
 
-/* The _users rules for one write (r->db is the users database): doc as
- * sent (NULL: a deletion), rev the one it names (NULL: none). With
- * check_conflict a rev that is not the current winner's is a 409 conflict
- * first, as CouchDB finds conflicts before it validates. 0 with *out (the
- * document to store: a plaintext password became PBKDF2 fields),
- * USERS_REFUSED with *e, or a store error. */
-int auth_users_write(hreq *r, const char *id, size_t n, const json_val *doc, const char *rev, size_t rev_len,
-                     int check_conflict, json_val **out, users_err *e) DV_MUST_CHECK;
+/* Before a write of doc (as sent) to id: in the users database, CouchDB's
+ * before_doc_update (users_before_write: a plaintext password becomes
+ * PBKDF2 fields when the rules' first steps let it); elsewhere, and for
+ * _local documents, *out = doc. The _users rules themselves run in the
+ * store's edit transaction, as the users database's validator (auth_setup
+ * registers it): they answer through the edit's rc and why. 0 or a DV_E*
+ * code (hashing failed). */
+int auth_users_prepare(hreq *r, const char *id, size_t n, json_val *doc, json_val **out) DV_MUST_CHECK;
+
+/* Who writes, for store_update (store/hooks.h): the requester and the
+ * database's _security object when the request read it. u is filled and
+ * must live as long as w. */
+void auth_wctx(hreq *r, store_wctx *w, store_user *u);
 
 /* PBKDF2 iterations for new hashes: [chttpd_auth] iterations (600,000). */
 long auth_iterations(dv_config *c);

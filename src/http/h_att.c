@@ -104,20 +104,6 @@ static int att_name(hreq *r, const char **out, size_t *out_len) {
   return 0;
 }
 
-/* couch_doc:validate_docid: 0, or the illegal_docid error written and -1. */
-static int docid_ok(hreq *r, const char *id, size_t n) {
-  const char *why = NULL;
-  if (n == 0) why = "Document id must not be empty";
-  else if (n == 8 && !memcmp(id, "_design/", 8)) why = "Illegal document id `_design/`";
-  else if (n > STORE_MAX_DOCID) why = "Document id is too long";
-  else if (json_utf8_check(id, n, NULL)) why = "Document id must be valid UTF-8";
-  else if (id[0] == '_' && !has_prefix(id, n, "_design/"))
-    why = "Only reserved document ids may start with underscore.";
-  if (!why) return 0;
-  hres_errs(r, 400, "illegal_docid", why);
-  return -1;
-}
-
 /* validate_attachment_name: no leading '_', valid UTF-8. */
 static int name_ok(hreq *r, const char *name, size_t n) {
   if (n && name[0] == '_') {
@@ -147,6 +133,14 @@ static int write_allowed(hreq *r) {
   }
   if (has_prefix(r->docid, r->docid_len, "_design/") && auth_db_admin(r)) return -1;
   return 0;
+}
+
+/* One edit through the store as the requester (the write hooks see who). */
+static int att_update(hreq *r, store_edit *e) {
+  store_wctx w;
+  store_user u;
+  auth_wctx(r, &w, &u);
+  return store_update(r->db, &w, e, 1, 1);
 }
 
 /* ---- revisions ----------------------------------------------------------- */
@@ -476,7 +470,7 @@ static void up_finish(void *arg, hreq *r) {
     return;
   }
   e.atts[e.n_atts++] = na;
-  rc = store_update(r->db, &e, 1, 1);
+  rc = att_update(r, &e);
   if (!rc) rc = e.rc;
   if (rc) {
     write_err(r, rc);
@@ -502,7 +496,7 @@ static const hsink_ops UP_OPS = {up_write, up_finish, up_done};
  * the id and the name, the encodings, the rev, the declared size, the
  * parent revision. NULL with the error written. */
 static att_up *up_prepare(hreq *r) {
-  if (hreq_open_db(r) || docid_ok(r, r->docid, r->docid_len) || write_allowed(r)) return NULL;
+  if (hreq_open_db(r) || hreq_docid_ok(r, r->docid, r->docid_len, 0) || write_allowed(r)) return NULL;
   att_up *u = arena_calloc(&r->a, sizeof *u);
   if (!u) {
     hres_err(r, DV_ENOMEM);
@@ -917,7 +911,7 @@ static void att_delete(hreq *r) {
     hres_err(r, rc);
     return;
   }
-  if (docid_ok(r, r->docid, r->docid_len) || write_allowed(r) || name_ok(r, name, nlen) ||
+  if (hreq_docid_ok(r, r->docid, r->docid_len, 0) || write_allowed(r) || name_ok(r, name, nlen) ||
       write_rev(r, &rev, &rev_n, &have))
     return;
   json_val *doc;
@@ -935,7 +929,7 @@ static void att_delete(hreq *r) {
   }
   store_edit e;
   rc = edit_from(r, doc, name, nlen, &e);
-  if (!rc) rc = store_update(r->db, &e, 1, 1);
+  if (!rc) rc = att_update(r, &e);
   if (!rc) rc = e.rc;
   if (rc) {
     write_err(r, rc);
@@ -1169,7 +1163,7 @@ static int form_att(hreq *r, const hatt_cfg *cfg, form_file *ff, store_att *out,
 }
 
 void hapi_doc_form(hreq *r) {
-  if (docid_ok(r, r->docid, r->docid_len)) return;
+  if (hreq_docid_ok(r, r->docid, r->docid_len, 0)) return;
   const char *ct = hreq_hdr(r, "Content-Type");
   size_t n = strlen("multipart/form-data");
   if (!ct || strncasecmp(ct, "multipart/form-data", n) || (ct[n] && ct[n] != ';' && ct[n] != ' ')) {
@@ -1275,7 +1269,7 @@ void hapi_doc_form(hreq *r) {
       goto out;
     }
   }
-  rc = store_update(r->db, &e, 1, 1);
+  rc = att_update(r, &e);
   if (!rc) rc = e.rc;
   if (rc) write_err(r, rc);
   else send_written(r, 201, &e.rev);

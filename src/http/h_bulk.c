@@ -86,18 +86,6 @@ static void buf_rev(dv_buf *o, dv_buf *t, const store_rev *rv) {
   json_escape(o, (const char *)t->p, t->len);
 }
 
-/* couch_doc:validate_docid's checks and messages; NULL when the id is fine. */
-static const char *docid_problem(const char *id, size_t n) {
-  if (n == 0) return "Document id must not be empty";
-  if (mem_is(id, n, "_design/")) return "Illegal document id `_design/`";
-  if (mem_is(id, n, "_local/")) return "Illegal document id `_local/`";
-  if (n > STORE_MAX_DOCID) return "Document id is too long";
-  if (json_utf8_check(id, n, NULL)) return "Document id must be valid UTF-8";
-  if (id[0] == '_' && !has_prefix(id, n, "_design/") && !has_prefix(id, n, "_local/"))
-    return "Only reserved document ids may start with underscore.";
-  return NULL;
-}
-
 /* CouchDB's parse_rev accepts "INT-ANYTHING" (Erlang list_to_integer for
  * the position: an optional sign and digits). The store is stricter later
  * and answers with the same message. */
@@ -162,7 +150,7 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
         hres_errs(r, 400, "illegal_docid", "Document id must be a string");
         return -1;
       }
-      const char *why = docid_problem(v->u.s, v->len);
+      const char *why = store_docid_problem(v->u.s, v->len, 1);
       if (why) {
         hres_errs(r, 400, "illegal_docid", why);
         return -1;
@@ -335,11 +323,12 @@ oom:
 }
 
 /* May the requester write this document? Design documents need a db
- * admin; in the users database users.c's rules apply (and may replace the
- * document: a plaintext password becomes PBKDF2 fields). A refusal is the
- * document's own result row (d->deny_*), as CouchDB answers; -1 only for a
- * request-wide error, written. */
-static int bdoc_rights(hreq *r, bdoc *d, int new_edits) {
+ * admin. In the users database a plaintext password becomes PBKDF2 fields
+ * here (d->doc replaced); the _users rules answer from the store's edit
+ * (its validator, auth.c). A refusal is the document's own result row
+ * (d->deny_*), as CouchDB answers; -1 only for a request-wide error,
+ * written. */
+static int bdoc_rights(hreq *r, bdoc *d) {
   int design = d->id && d->id_len >= 8 && !memcmp(d->id, "_design/", 8);
   int admin = r->is_admin || r->db_admin;
   if (!admin && design) {
@@ -355,19 +344,11 @@ static int bdoc_rights(hreq *r, bdoc *d, int new_edits) {
     d->deny_reason = why;
     return 0;
   }
-  if (!auth_is_users_db(r)) return 0;
-  json_val *out = NULL;
-  users_err e;
-  int rc = auth_users_write(r, d->id, d->id_len, d->doc, d->rev ? d->rev->u.s : NULL, d->rev ? d->rev->len : 0,
-                            new_edits, &out, &e);
-  if (rc < 0) {
+  json_val *out;
+  int rc = auth_users_prepare(r, d->id, d->id_len, (json_val *)d->doc, &out);
+  if (rc) {
     hres_err(r, rc);
     return -1;
-  }
-  if (rc) {
-    d->deny_err = e.error;
-    d->deny_reason = e.reason;
-    return 0;
   }
   d->doc = out;
   return 0;
@@ -416,7 +397,7 @@ void hapi_bulk_docs(hreq *r) {
     d[i].doc = docs->u.items[i];
     if (bdoc_check(r, &d[i], new_edits)) return;
     if (d[i].local && bdoc_local(r, &d[i])) return;
-    if (!d[i].local && bdoc_rights(r, &d[i], new_edits)) return;
+    if (!d[i].local && bdoc_rights(r, &d[i])) return;
   }
   size_t *slot = NULL, *round_end = NULL, n_rounds = 0, n_edits = 0;
   if (bulk_rounds(r, d, n, new_edits, &slot, &round_end, &n_rounds, &n_edits)) return;
@@ -463,8 +444,11 @@ void hapi_bulk_docs(hreq *r) {
       goto done;
     }
   }
+  store_wctx wc;
+  store_user su;
+  auth_wctx(r, &wc, &su);
   for (size_t k = 0, from = 0; k < n_rounds; from = round_end[k++]) {
-    int rc = store_update(r->db, edits + from, round_end[k] - from, new_edits);
+    int rc = store_update(r->db, &wc, edits + from, round_end[k] - from, new_edits);
     if (rc) {
       hres_err(r, rc);
       goto done;
@@ -495,7 +479,8 @@ void hapi_bulk_docs(hreq *r) {
     const char *why = rc && !d[i].local ? hatt_reason(r, rc, NULL, d[i].e) : NULL;
     if (!new_edits) { /* replication: only the failures, with their rev */
       const store_edit *e = d[i].e;
-      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len ? &e->path[0] : NULL, rc, why);
+      /* a validator's refusal is a row without rev, as the rights' rows */
+      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len && !e->why ? &e->path[0] : NULL, rc, why);
       continue;
     }
     if (rc) {
@@ -562,7 +547,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
     err = "bad_request", why = "document id missed";
   } else if (id->type != JSON_STRING) {
     err = "illegal_docid", why = "Document id must be a string";
-  } else if ((why = docid_problem(id->u.s, id->len))) {
+  } else if ((why = store_docid_problem(id->u.s, id->len, 1))) {
     err = "illegal_docid";
   } else if ((rev = json_obj_getz(item, "rev"))) {
     if (rev->type != JSON_STRING || !rev_text_ok(rev->u.s, rev->len) ||

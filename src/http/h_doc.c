@@ -185,21 +185,6 @@ static int local_rev(hreq *r, const trev *rev, int have, int64_t *out) {
 
 /* ---- document ids and bodies ----------------------------------------------- */
 
-/* couch_doc:validate_docid: 0, or the illegal_docid error written and -1. */
-static int docid_ok(hreq *r, const char *id, size_t n) {
-  const char *why = NULL;
-  if (n == 0) why = "Document id must not be empty";
-  else if (n == 8 && !memcmp(id, "_design/", 8)) why = "Illegal document id `_design/`";
-  else if (n == 7 && !memcmp(id, "_local/", 7)) why = "Illegal document id `_local/`";
-  else if (n > STORE_MAX_DOCID) why = "Document id is too long";
-  else if (json_utf8_check(id, n, NULL)) why = "Document id must be valid UTF-8";
-  else if (id[0] == '_' && !has_prefix(id, n, "_design/") && !has_prefix(id, n, "_local/"))
-    why = "Only reserved document ids may start with underscore.";
-  if (!why) return 0;
-  hres_errs(r, 400, "illegal_docid", why);
-  return -1;
-}
-
 static int doc_validation(hreq *r, const char *why) {
   hres_errs(r, 400, "doc_validation", why);
   return -1;
@@ -267,7 +252,7 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
         hres_errs(r, 400, "illegal_docid", "Document id must be a string");
         return -1;
       }
-      if (docid_ok(r, m->val->u.s, m->val->len)) return -1;
+      if (hreq_docid_ok(r, m->val->u.s, m->val->len, 1)) return -1;
       break;
     case STORE_MEMBER_REV:
       if (revs_set) break; /* _revisions came first and wins */
@@ -696,31 +681,18 @@ static const wans ANS_DELETE = {200, 200, 1, 0};
 static const wans ANS_COPY = {201, 201, 1, 1};
 static const wans ANS_POST = {201, 201, 0, 1};
 
-/* May the requester write doc to id? Design documents need a db admin;
- * _users documents follow users.c's rules, which may replace *doc (a
- * plaintext password becomes PBKDF2 fields). doc NULL: a deletion. -1 with
- * the error written. */
+/* May the requester write doc to id? Design documents need a db admin.
+ * In the users database a plaintext password becomes PBKDF2 fields here
+ * (*doc replaced); the _users rules answer from the store's edit (the users
+ * database's validator, auth.c). doc NULL: a deletion. -1 with the error
+ * written. */
 static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
   if (has_prefix(id, n, "_design/") && auth_db_admin(r)) return -1;
   if (doc && !is_local(id, n) && hrepl_doc_check(r, *doc)) return -1;
-  if (!auth_is_users_db(r) || is_local(id, n)) return 0;
-  const json_val *mine = doc ? json_obj_getz(*doc, "_rev") : NULL;
-  size_t rl = 0;
-  const char *rev = mine && mine->type == JSON_STRING ? (rl = mine->len, mine->u.s) : NULL;
-  if (!doc) rev = hq_get(r, "rev", &rl); /* DELETE ?rev= */
-  json_val *out = NULL;
-  users_err e;
-  int rc = auth_users_write(r, id, n, doc ? *doc : NULL, rev, rl, 1, &out, &e);
-  if (rc < 0) {
-    hres_err(r, rc);
-    return -1;
-  }
-  if (rc) {
-    hres_errs(r, e.status, e.error, e.reason);
-    return -1;
-  }
-  if (doc) *doc = out;
-  return 0;
+  if (!doc || is_local(id, n)) return 0;
+  int rc = auth_users_prepare(r, id, n, *doc, doc);
+  if (rc) hres_err(r, rc);
+  return rc ? -1 : 0;
 }
 
 /* _local documents are not rev-checked (CouchDB 3.4), unless the request
@@ -771,8 +743,12 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
     write_err_why(r, rc, e->id, e->id_len, why);
     return;
   }
-  rc = store_update(r->db, e, 1, new_edits);
-  if (batch) { /* CouchDB answers before it writes; errors only reach its log */
+  store_wctx wc;
+  store_user su;
+  auth_wctx(r, &wc, &su);
+  rc = store_update(r->db, &wc, e, 1, new_edits);
+  if (batch && !(!rc && e->why)) { /* CouchDB answers before it writes; errors only reach its log
+                                     (a validator's refusal came first, as it did before the hooks) */
     hres_written(r, 202, e->id, e->id_len, NULL, 0, 0);
     return;
   }
@@ -854,7 +830,7 @@ static int is_mp_related(const char *ct) { return ct && hparse_media_is(ct, strl
 /* PUT /{db}/{docid}: a JSON document, or a multipart/related body (the
  * document, then the content of its "follows" attachments). */
 static void doc_put(hreq *r, const docq *q, int local) {
-  if (docid_ok(r, r->docid, r->docid_len)) return;
+  if (hreq_docid_ok(r, r->docid, r->docid_len, 1)) return;
   putctx c = {.r = r, .q = q, .local = local, .batch = batch_ok(r)};
   hatt_w *w = hatt_w_new(r);
   if (!w) {
@@ -923,7 +899,7 @@ void hapi_doc_mp_begin(hreq *r) {
     hres_err(r, DV_ENOMEM);
     return;
   }
-  if (parse_docq(r, &u->q) || docid_ok(r, r->docid, r->docid_len)) return;
+  if (parse_docq(r, &u->q) || hreq_docid_ok(r, r->docid, r->docid_len, 1)) return;
   u->c = (putctx){.r = r, .q = &u->q, .local = 0, .batch = batch_ok(r)};
   if (!(u->w = hatt_w_new(r))) {
     hres_err(r, DV_ENOMEM);
@@ -1045,7 +1021,7 @@ static void doc_copy(hreq *r, int local) {
       return;
     }
   }
-  if (docid_ok(r, tid, tn)) return;
+  if (hreq_docid_ok(r, tid, tn, 1)) return;
   if (is_local(tid, tn)) {
     local_write(r, doc, tid, tn, &trv, have_t, 0, &ANS_COPY);
     return;

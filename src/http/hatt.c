@@ -362,6 +362,7 @@ static const store_att *missing_stub(hreq *r, const store_edit *e) {
 }
 
 const char *hatt_reason(hreq *r, int rc, const json_val *doc, const store_edit *e) {
+  if (e && e->why) return e->why; /* a write hook's refusal */
   if (rc == DV_EBAD_ATT) return bad_att_reason(r, doc);
   if (rc == DV_EMISSING_STUB && e && e->id) {
     const store_att *a = missing_stub(r, e);

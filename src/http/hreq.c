@@ -71,6 +71,13 @@ int hreq_open_db(hreq *r) {
   return auth_db_member(r);
 }
 
+int hreq_docid_ok(hreq *r, const char *id, size_t n, int local) {
+  const char *why = store_docid_problem(id, n, local);
+  if (!why) return 0;
+  hres_errs(r, 400, "illegal_docid", why);
+  return -1;
+}
+
 int hreq_need_json(hreq *r) {
   const char *ct = hreq_hdr(r, "Content-Type");
   size_t n = strlen("application/json");

@@ -115,6 +115,7 @@ typedef struct hreq {
   int need_db_admin;              /* the router wants a db admin for this path */
   int users_db;                   /* seg[0] names the users database (auth_authorize) */
   int users_doc;                  /* a document request on _users: users.c's rules, not _security */
+  const json_val *sec;            /* the _security object in force, once auth_security read it */
   /* the response */
   int status;                     /* 0 until a handler set one */
   const char *ctype;              /* Content-Type (default application/json) */
@@ -130,6 +131,10 @@ const char *hreq_hdr(hreq *r, const char *name);
 /* Open r->db from r->db_name. On failure writes the error (404 "Database
  * does not exist.", 400 illegal_database_name) and returns nonzero. */
 int hreq_open_db(hreq *r);
+
+/* A document id the store accepts (store_docid_problem; local: "_local/…"
+ * too): 0, or 400 illegal_docid with CouchDB's reason written and -1. */
+int hreq_docid_ok(hreq *r, const char *id, size_t n, int local);
 
 /* Content-Type must be application/json (parameters such as charset are
  * allowed), else 415 bad_content_type written and nonzero returned. */

@@ -642,9 +642,14 @@ static int fill_credentials(dv_arena *a, json_val *o, const json_val *pw, const 
 
 /* ---- the checks ------------------------------------------------------------- */
 
-int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len,
-                      const json_val *doc, const json_val *old, const char *prf_name,
-                      long iterations, json_val **out, users_err *e) {
+/* What check_write does: all of it (users_check_write), the checks alone
+ * (users_validate, the store's validator), or only before_doc_update's
+ * password rewrite when it would pass (users_before_write). */
+enum { CW_ALL, CW_CHECK, CW_PREPARE };
+
+static int check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
+                       const json_val *old, const char *prf_name, long iterations, int mode, json_val **out,
+                       users_err *e) {
   int rc;
   *e = (users_err){0};
   if (!doc || doc->type != JSON_OBJECT) return fail(e, DV_EINVAL);
@@ -657,7 +662,7 @@ int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id
   size_t nlen = 0;
   const char *dname = users_name_of(id, id_len, &nlen);
   if (!u->is_admin && u->name && !(dname && name_is(u->name, dname, nlen)))
-    return refuse(e, 404, "not_found", "missing");
+    return mode == CW_PREPARE ? (*out = (json_val *)doc, 0) : refuse(e, 404, "not_found", "missing");
 
   /* save_doc: a "password" that is not null becomes pbkdf2 credentials */
   const json_val *pw = json_obj_getz(doc, "password"), *salt = NULL;
@@ -676,6 +681,11 @@ int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id
     creds = credentials_doc(a, doc, prf_name, iterations, salt);
     if (!creds) return fail(e, DV_ENOMEM);
   }
+  if (mode == CW_PREPARE) { /* the rules run later, on the rewritten document */
+    if (creds && (rc = fill_credentials(a, creds, pw, salt, prf, iterations))) return fail(e, rc);
+    *out = creds ? creds : (json_val *)doc;
+    return 0;
+  }
 
   /* validate_doc_update */
   if (has_prefix(id, id_len, "_design/")) {
@@ -686,9 +696,31 @@ int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id
     return rc;
   }
 
-  if (creds && (rc = fill_credentials(a, creds, pw, salt, prf, iterations))) return fail(e, rc);
-  *out = creds ? creds : (json_val *)doc;
+  if (creds && mode == CW_ALL && (rc = fill_credentials(a, creds, pw, salt, prf, iterations))) return fail(e, rc);
+  *out = creds && mode == CW_ALL ? creds : (json_val *)doc;
   return 0;
+}
+
+int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
+                      const json_val *old, const char *prf_name, long iterations, json_val **out, users_err *e) {
+  return check_write(a, u, id, id_len, doc, old, prf_name, iterations, CW_ALL, out, e);
+}
+
+int users_validate(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
+                   const json_val *old, const char *prf_name, long iterations, users_err *e) {
+  json_val *out;
+  return check_write(a, u, id, id_len, doc, old, prf_name, iterations, CW_CHECK, &out, e);
+}
+
+int users_before_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
+                       const char *prf_name, long iterations, json_val **out) {
+  users_err e;
+  int rc = check_write(a, u, id, id_len, doc, NULL, prf_name, iterations, CW_PREPARE, out, &e);
+  if (rc == USERS_REFUSED) { /* the validator answers, in the store's edit */
+    *out = (json_val *)doc;
+    return 0;
+  }
+  return rc;
 }
 
 /* One name of [chttpd_auth] public_fields equals key: the value is split as

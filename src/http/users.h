@@ -105,6 +105,24 @@ int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id
                       const json_val *doc, const json_val *old, const char *prf_name,
                       long iterations, json_val **out, users_err *e) DV_MUST_CHECK;
 
+/* The same two halves apart, for a write through the store's hooks
+ * (store/hooks.h): users_validate is the store's validator of the users
+ * database — every check above, in order, with the old document the store
+ * hands over, and no hashing (0, USERS_REFUSED with *e, or a DV_E* code).
+ * users_before_write is CouchDB's before_doc_update, run before the write
+ * (PBKDF2 inside a transaction would hold it open for a second): when the
+ * access and password steps pass, a plaintext password becomes credentials
+ * as users_check_write makes them (*out a new object in a); in every other
+ * case *out = doc, unchanged, and users_validate refuses it later with the
+ * same answer users_check_write gives. The rules look only at the types of
+ * the credential fields, so validating the rewritten document answers as
+ * validating the original would. Returns 0 or a DV_E* code (hashing
+ * failed). */
+int users_validate(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
+                   const json_val *old, const char *prf_name, long iterations, users_err *e) DV_MUST_CHECK;
+int users_before_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
+                       const char *prf_name, long iterations, json_val **out) DV_MUST_CHECK;
+
 /* What a requester may see of the users-database document `id` (CouchDB's
  * after_doc_read). An admin, or the account's owner, sees doc as it is:
  * *out = doc. Anyone else sees only the members named in public_fields

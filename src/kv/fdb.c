@@ -174,13 +174,10 @@ typedef struct ftxn {
 typedef struct fiter {
   struct kv_iter base;     /* must be first */
   ftxn *t;                 /* owning transaction */
-  uint8_t *b, *e;          /* the requested range (owned copies) */
-  size_t bl, el;           /* their lengths */
   uint8_t *cur;            /* continuation key (owned), forward: first key after the last */
   size_t cur_len;          /* its length */
   int has_cur;             /* 1 after the first batch */
-  int limit, returned;     /* kv limit (0 = none), pairs returned */
-  int flags;               /* KV_SNAPSHOT, KV_REVERSE */
+  int returned;            /* pairs returned */
   int iteration;           /* FDB ITERATOR mode counter */
   FDBFuture *batch;        /* the batch the pairs point into */
   const FDBKeyValue *kvs;  /* its pairs */
@@ -395,23 +392,9 @@ static int f_get(kv_txn *kt, const uint8_t *k, size_t kl, int flags, const uint8
 
 static int f_iter_begin(kv_txn *kt, const uint8_t *b, size_t bl, const uint8_t *e, size_t el, int limit,
                         int flags, kv_iter **out) {
-  fiter *it = dv_calloc(1, sizeof *it);
+  fiter *it = kv__iter_new(sizeof *it, &fdb_methods, kt, b, bl, e, el, limit, flags);
   if (!it) return DV_ENOMEM;
-  it->b = dv_memdup(b, bl ? bl : 1);
-  it->e = dv_memdup(e, el ? el : 1);
-  if (!it->b || !it->e) {
-    dv_free(it->b);
-    dv_free(it->e);
-    dv_free(it);
-    return DV_ENOMEM;
-  }
-  it->base.m = &fdb_methods;
-  it->base.txn = kt;
   it->t = as_t(kt);
-  it->bl = bl;
-  it->el = el;
-  it->limit = limit;
-  it->flags = flags;
   it->more = 1;
   *out = &it->base;
   return 0;
@@ -435,14 +418,14 @@ static int set_bytes(uint8_t **p, size_t *len, size_t *cap, const uint8_t *src, 
  * from b to cur (the last key, exclusive). */
 static int fetch(fiter *it) {
   ftxn *t = it->t;
-  int rev = (it->flags & KV_REVERSE) != 0;
-  const uint8_t *b = it->b, *e = it->e;
-  size_t bl = it->bl, el = it->el;
+  int rev = (it->base.flags & KV_REVERSE) != 0;
+  const uint8_t *b = it->base.b, *e = it->base.e;
+  size_t bl = it->base.bl, el = it->base.el;
   if (it->has_cur) {
     if (rev) e = it->cur, el = it->cur_len;
     else b = it->cur, bl = it->cur_len;
   }
-  int want = it->limit ? it->limit - it->returned : 0;
+  int want = it->base.limit ? it->base.limit - it->returned : 0;
   if (it->batch) F->fdb_future_destroy(it->batch);
   it->batch = F->fdb_transaction_get_range(t->tr, b, (int)bl, 0, 1, e, (int)el, 0, 1, want, 0,
                                            FDB_STREAMING_MODE_ITERATOR, ++it->iteration, 1, rev);
@@ -473,7 +456,7 @@ static int fetch(fiter *it) {
 
 static int f_iter_next(kv_iter *ki, kv_pair *out) {
   fiter *it = (fiter *)ki;
-  if (it->limit && it->returned >= it->limit) return 0;
+  if (it->base.limit && it->returned >= it->base.limit) return 0;
   while (it->i >= it->n) {
     if (it->batch && !it->more) {
       it->at_end = 1;
@@ -491,21 +474,21 @@ static int f_iter_next(kv_iter *ki, kv_pair *out) {
   int rc = set_bytes(&it->last, &it->last_len, &it->last_cap, p->key, (size_t)p->key_length, 0);
   if (rc) return rc;
   /* The last pair of the range, returned before the limit: complete. */
-  if (it->i >= it->n && !it->more && (!it->limit || it->returned < it->limit)) it->at_end = 1;
+  if (it->i >= it->n && !it->more && (!it->base.limit || it->returned < it->base.limit)) it->at_end = 1;
   return 1;
 }
 
 static void f_iter_free(kv_iter *ki) {
   fiter *it = (fiter *)ki;
   ftxn *t = it->t;
-  if (!(it->flags & KV_SNAPSHOT) && !t->base.err) {
-    const uint8_t *b = it->b, *e = it->e;
-    size_t bl = it->bl, el = it->el;
+  if (!(it->base.flags & KV_SNAPSHOT) && !t->base.err) {
+    const uint8_t *b = it->base.b, *e = it->base.e;
+    size_t bl = it->base.bl, el = it->base.el;
     uint8_t *tmp = NULL;
     int add = 1;
     if (!it->at_end) {
       if (!it->returned) add = 0;
-      else if (it->flags & KV_REVERSE) b = it->last, bl = it->last_len;
+      else if (it->base.flags & KV_REVERSE) b = it->last, bl = it->last_len;
       else {
         tmp = dv_malloc(it->last_len + 1);
         if (tmp) {
@@ -513,7 +496,7 @@ static void f_iter_free(kv_iter *ki) {
           tmp[it->last_len] = 0;
           e = tmp, el = it->last_len + 1;
         } else {
-          e = it->e, el = it->el; /* wider is safe */
+          e = it->base.e, el = it->base.el; /* wider is safe */
         }
       }
     }
@@ -522,11 +505,9 @@ static void f_iter_free(kv_iter *ki) {
     dv_free(tmp);
   }
   if (it->batch) F->fdb_future_destroy(it->batch);
-  dv_free(it->b);
-  dv_free(it->e);
   dv_free(it->cur);
   dv_free(it->last);
-  dv_free(it);
+  kv__iter_free(&it->base);
 }
 
 /* ---- writes ------------------------------------------------------------------------ */

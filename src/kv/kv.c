@@ -237,6 +237,32 @@ void kv_iter_free(kv_iter *it) {
   if (it) it->m->iter_free(it);
 }
 
+void *kv__iter_new(size_t size, const kv_methods *m, kv_txn *t, const uint8_t *b, size_t bl, const uint8_t *e,
+                   size_t el, int limit, int flags) {
+  kv_iter *it = dv_calloc(1, size);
+  if (!it) return NULL;
+  it->b = dv_memdup(b, bl ? bl : 1);
+  it->e = dv_memdup(e, el ? el : 1);
+  if (!it->b || !it->e) {
+    kv__iter_free(it);
+    return NULL;
+  }
+  it->m = m;
+  it->txn = t;
+  it->bl = bl;
+  it->el = el;
+  it->limit = limit;
+  it->flags = flags;
+  return it;
+}
+
+void kv__iter_free(kv_iter *it) {
+  if (!it) return;
+  dv_free(it->b);
+  dv_free(it->e);
+  dv_free(it);
+}
+
 int kv_set(kv_txn *t, const void *key, size_t kl, const void *val, size_t vl) {
   ENTER(t);
   int rc = check_key(key, kl);

@@ -72,7 +72,18 @@ struct kv_txn {
 struct kv_iter {
   const kv_methods *m;     /* backend */
   kv_txn *txn;             /* owning transaction */
+  uint8_t *b, *e;          /* the requested range [b, e) (owned copies) */
+  size_t bl, el;           /* their lengths */
+  int limit;               /* pairs to return at most (0 = no limit) */
+  int flags;               /* KV_REVERSE, KV_SNAPSHOT, KV_BULK */
 };
+
+/* A backend's new iterator: a zeroed block of `size` bytes (its struct,
+ * kv_iter first) with the base filled in and the bounds copied. NULL when
+ * out of memory. kv__iter_free releases the bounds and the block. */
+void *kv__iter_new(size_t size, const kv_methods *m, kv_txn *t, const uint8_t *b, size_t bl, const uint8_t *e,
+                   size_t el, int limit, int flags);
+void kv__iter_free(kv_iter *it);
 
 struct kv_watch {
   const kv_methods *m;     /* backend */

@@ -250,9 +250,7 @@ typedef struct riter {
   rtxn *t;
   rocksdb_iterator_t *ri;          /* over the snapshot, bounded */
   rocksdb_readoptions_t *ro;       /* ri's options: they hold the Slices its bounds point at */
-  uint8_t *b, *e;                  /* range copies (bounds for ri) */
-  size_t bl, el;
-  int reverse, snapshot, limit;
+  int reverse, snapshot;           /* from base.flags */
   int returned;                    /* pairs returned */
   int done;                        /* range exhausted */
   int ri_step;                     /* move ri before looking at it again */
@@ -475,30 +473,17 @@ static int r_iter_begin(kv_txn *kt, const uint8_t *b, size_t bl, const uint8_t *
   int rc = ensure_snap(t);
   if (rc) return rc;
   if (t->vs_head && vs_unreadable(t, b, bl, e, el)) return DV_EACCESSED_UNREADABLE;
-  riter *it = dv_calloc(1, sizeof *it);
+  riter *it = kv__iter_new(sizeof *it, &rocks_methods, kt, b, bl, e, el, limit, flags);
   if (!it) return DV_ENOMEM;
-  it->base.m = &rocks_methods;
-  it->base.txn = kt;
   it->t = t;
-  it->b = dv_memdup(b, bl ? bl : 1);
-  it->e = dv_memdup(e, el ? el : 1);
-  if (!it->b || !it->e) {
-    dv_free(it->b);
-    dv_free(it->e);
-    dv_free(it);
-    return DV_ENOMEM;
-  }
-  it->bl = bl;
-  it->el = el;
   it->reverse = !!(flags & KV_REVERSE);
   it->snapshot = !!(flags & KV_SNAPSHOT);
-  it->limit = limit;
   /* Bounds on a private read options object. RocksDB's iterator keeps
    * pointers to the bound Slices inside it, so it lives as long as ri. */
   rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
   rocksdb_readoptions_set_snapshot(ro, t->snap->s);
-  rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)it->b, bl);
-  rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)it->e, el);
+  rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)it->base.b, bl);
+  rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)it->base.e, el);
   if (flags & KV_BULK) rocksdb_readoptions_set_fill_cache(ro, 0); /* a download must not fill the block cache */
   it->ri = rocksdb_create_iterator(t->db->db, ro);
   it->ro = ro;
@@ -537,8 +522,8 @@ static int ri_key(rocksdb_iterator_t *ri, const uint8_t **k, size_t *kl) {
 
 static int node_in_range(const riter *it, const ws_node *n) {
   if (!n) return 0;
-  if (!it->reverse) return cmp(n->key, n->klen, it->e, it->el) < 0;
-  return cmp(n->key, n->klen, it->b, it->bl) >= 0;
+  if (!it->reverse) return cmp(n->key, n->klen, it->base.e, it->base.el) < 0;
+  return cmp(n->key, n->klen, it->base.b, it->base.bl) >= 0;
 }
 
 /* Emit value of write-set node n merged with the store value at the same
@@ -645,7 +630,7 @@ static int iter_step(riter *it, kv_pair *out) {
 static int r_iter_next(kv_iter *ki, kv_pair *out) {
   riter *it = (riter *)ki;
   if (it->done) return 0;
-  if (it->limit && it->returned >= it->limit) return 0;
+  if (it->base.limit && it->returned >= it->base.limit) return 0;
   int rc = txn_check_time(it->t);
   if (rc) return rc;
   rc = iter_step(it, out);
@@ -675,16 +660,16 @@ static void r_iter_free(kv_iter *ki) {
   if (!it->snapshot && !t->base.err) {
     int rc = 0;
     if (it->done) {
-      rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->b, it->bl, it->e, it->el);
+      rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->base.b, it->base.bl, it->base.e, it->base.el);
     } else if (it->returned) {
       if (!it->reverse) {
         /* [b, last\0) */
         buf_putc(&it->last, 0);
-        rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->b, it->bl, it->last.p,
+        rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->base.b, it->base.bl, it->last.p,
                         it->last.len);
       } else {
         rc = range_push(&t->cb_bytes, &t->reads, &t->nreads, &t->capreads, it->last.p, it->last.len,
-                        it->e, it->el);
+                        it->base.e, it->base.el);
       }
     }
     if (rc && !t->base.err) t->base.err = rc;
@@ -693,9 +678,7 @@ static void r_iter_free(kv_iter *ki) {
   rocksdb_readoptions_destroy(it->ro);
   buf_free(&it->last);
   buf_free(&it->scratch);
-  dv_free(it->b);
-  dv_free(it->e);
-  dv_free(it);
+  kv__iter_free(&it->base);
 }
 
 /* ---- transactions: writes ------------------------------------------------- */

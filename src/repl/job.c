@@ -63,11 +63,6 @@ void repl_result_err(repl_result *res, int rc, int status, const char *error, co
   res->reason = dv_strndup(msg, strlen(msg));
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void rfc1123(char out[40]) {
   time_t t = time(NULL);
@@ -371,7 +366,7 @@ static int checkpoint(run *x, const char *seq) {
   /* A source the user may only read keeps no log; the next run then
    * starts again from 0 (and writes nothing twice: revs_diff). */
   (void)put_log(x, &x->src, &x->src_rev, seq);
-  mgr_job_seqs(x->j, NULL, NULL, seq);
+  rjob_seqs(x->j, NULL, NULL, seq);
   return 0;
 }
 
@@ -958,17 +953,17 @@ int job_run(rjob *j, repl_result *res) {
   uint8_t rnd[16];
   FILE *ur = fopen("/dev/urandom", "rb");
   if (!ur || fread(rnd, 1, 16, ur) != 16)
-    for (int i = 0; i < 16; i++) rnd[i] = (uint8_t)(rand() ^ (int)now_ms());
+    for (int i = 0; i < 16; i++) rnd[i] = (uint8_t)(rand() ^ (int)rjob_now_ms());
   if (ur) fclose(ur);
   for (int i = 0; i < 16; i++) snprintf(x.session + 2 * i, 3, "%02x", rnd[i]);
   rfc1123(x.start_time);
-  mgr_job_event(j, RJ_RUNNING, "started");
+  rjob_event(j, RJ_RUNNING, "started");
 
   char *since = dv_strndup(x.start_seq ? x.start_seq : "0", strlen(x.start_seq ? x.start_seq : "0"));
   x.through = since; /* since and through are the same malloc'd text */
-  if (x.start_seq) mgr_job_seqs(j, since, since, since);
+  if (x.start_seq) rjob_seqs(j, since, since, since);
   int limit = s->worker_batch_size * nw;
-  int64_t last_cp = now_ms();
+  int64_t last_cp = rjob_now_ms();
   int seen = 0, dirty = 0;
   dv_arena ca;
   arena_init(&ca, 0);
@@ -977,7 +972,7 @@ int job_run(rjob *j, repl_result *res) {
     json_val *ch;
     /* with work not yet checkpointed, a continuous feed waits at most
      * until the idle checkpoint is due */
-    int64_t idle = dirty ? 1000 - (now_ms() - last_cp) : 0;
+    int64_t idle = dirty ? 1000 - (rjob_now_ms() - last_cp) : 0;
     if ((rc = changes(&x, &ca, since, limit, dirty ? (int)(idle < 100 ? 100 : idle) : 0, &ch))) break;
     json_val *rows = json_obj_getz(ch, "results");
     char *last = jtext(&ca, json_obj_getz(ch, "last_seq"));
@@ -992,14 +987,14 @@ int job_run(rjob *j, repl_result *res) {
     }
     if (rows->len) {
       seen = 1;
-      if (last) mgr_job_seqs(j, last, NULL, NULL);
+      if (last) rjob_seqs(j, last, NULL, NULL);
       if ((rc = process_batch(&x, ws, nw, rows))) break;
       dirty = 1;
     }
     if (last && since) {
       dv_free(since);
       x.through = since = dv_strndup(last, strlen(last));
-      mgr_job_seqs(j, NULL, last, NULL);
+      rjob_seqs(j, NULL, last, NULL);
     }
     if (!since) {
       rc = DV_ENOMEM;
@@ -1009,10 +1004,10 @@ int job_run(rjob *j, repl_result *res) {
     int done = !s->continuous && (int)rows->len < limit;
     /* checkpoint every interval, at the end, and when a continuous feed
      * has caught up (at most once a second) */
-    int64_t since_cp = now_ms() - last_cp;
+    int64_t since_cp = rjob_now_ms() - last_cp;
     if (dirty && (done || since_cp >= s->checkpoint_interval_ms || ((int)rows->len < limit && since_cp >= 1000))) {
       if ((rc = checkpoint(&x, x.through))) break;
-      last_cp = now_ms();
+      last_cp = rjob_now_ms();
       dirty = 0;
     }
     if (done) break;

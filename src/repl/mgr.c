@@ -60,47 +60,12 @@ static int64_t *count_at(const repl_counts *n, size_t i) {
 
 static const char *state_name[] = {"initializing", "running", "pending", "crashing", "error", "completed", "failed"};
 
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void iso8601(int64_t ms, char out[32]) {
   time_t t = (time_t)(ms / 1000);
   struct tm tm;
   gmtime_r(&t, &tm);
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void mgr_job_event(rjob *j, int state, const char *event) {
-  pthread_mutex_lock(&j->m->mu);
-  j->state = state;
-  j->last_update_ms = wall_ms();
-  if (state == RJ_RUNNING) j->started_on_ms = j->last_update_ms;
-  if (event) {
-    if (j->nhist == RJ_HISTORY) memmove(j->hist + 1, j->hist, (RJ_HISTORY - 1) * sizeof j->hist[0]);
-    else memmove(j->hist + 1, j->hist, (size_t)j->nhist * sizeof j->hist[0]), j->nhist++;
-    j->hist[0].ms = j->last_update_ms;
-    j->hist[0].type = event;
-  }
-  pthread_mutex_unlock(&j->m->mu);
-}
-
-static void set_str(char **p, const char *v) {
-  if (!v) return;
-  dv_free(*p);
-  *p = dv_strndup(v, strlen(v));
-}
-
-void mgr_job_seqs(rjob *j, const char *source_seq, const char *through_seq, const char *checkpointed) {
-  pthread_mutex_lock(&j->m->mu);
-  set_str(&j->source_seq, source_seq);
-  set_str(&j->through_seq, through_seq);
-  set_str(&j->checkpointed_seq, checkpointed);
-  if (through_seq) j->error_count = 0; /* progress: the job is healthy again */
-  j->last_update_ms = wall_ms();
-  pthread_mutex_unlock(&j->m->mu);
 }
 
 /* ---- local endpoints --------------------------------------------------------- */
@@ -233,7 +198,7 @@ static int lease_try(repl_mgr *m, const char *db, const char *docid, int release
       result = 1; /* nothing of ours to give back */
       break;
     }
-    if (!release && !mine && ov && expires > wall_ms()) break; /* 0: held elsewhere */
+    if (!release && !mine && ov && expires > rjob_now_ms()) break; /* 0: held elsewhere */
     buf_reset(&b);
     json_w w;
     json_w_init(&w, &b);
@@ -245,7 +210,7 @@ static int lease_try(repl_mgr *m, const char *db, const char *docid, int release
     json_w_keyz(&w, "owner");
     json_w_strz(&w, m->owner);
     json_w_keyz(&w, "expires");
-    json_w_int(&w, release ? 0 : wall_ms() + m->o.lease_ms);
+    json_w_int(&w, release ? 0 : rjob_now_ms() + m->o.lease_ms);
     json_w_keyz(&w, "doc");
     json_w_strz(&w, docid);
     json_w_obj_end(&w);
@@ -275,7 +240,7 @@ static int lease_wait(repl_mgr *m, rjob *j) {
       j->leased = 1;
       j->lease_lost = 0;
       j->halt = j->stop;
-      j->lease_renew_ms = wall_ms() + m->o.lease_ms / 3;
+      j->lease_renew_ms = rjob_now_ms() + m->o.lease_ms / 3;
       pthread_mutex_unlock(&m->mu);
       return 0;
     }
@@ -285,7 +250,7 @@ static int lease_wait(repl_mgr *m, rjob *j) {
       const char *why = got ? "waiting for this server to answer" : "another divan process runs this replication";
       j->err = dv_strndup(why, strlen(why));
       pthread_mutex_unlock(&m->mu);
-      mgr_job_event(j, RJ_PENDING, "pending");
+      rjob_event(j, RJ_PENDING, "pending");
       said = 1;
     }
     if (rh_sleep(&j->stop, m->o.lease_ms / 3)) return -1;
@@ -297,7 +262,7 @@ static void lease_renew_due(repl_mgr *m) {
   enum { MAXR = 64 };
   char *db[MAXR], *doc[MAXR];
   int n = 0;
-  int64_t now = wall_ms();
+  int64_t now = rjob_now_ms();
   pthread_mutex_lock(&m->mu);
   for (rjob *j = m->jobs; j && n < MAXR; j = j->next)
     if (j->db && j->leased && !j->finished && !j->stop && now >= j->lease_renew_ms) {
@@ -312,7 +277,7 @@ static void lease_renew_due(repl_mgr *m) {
     pthread_mutex_lock(&m->mu);
     rjob *j = doc_job(m, db[i], doc[i]); /* under m->mu */
     if (j && j->leased && !j->finished) {
-      if (got == 1) j->lease_renew_ms = wall_ms() + m->o.lease_ms / 3;
+      if (got == 1) j->lease_renew_ms = rjob_now_ms() + m->o.lease_ms / 3;
       else if (got == 0) j->lease_lost = j->halt = 1;
     }
     pthread_mutex_unlock(&m->mu);
@@ -349,7 +314,7 @@ static void *job_thread(void *arg) {
       continue;
     }
     if (!rc) { /* a one-shot document job completed */
-      mgr_job_event(j, RJ_COMPLETED, "finished");
+      rjob_event(j, RJ_COMPLETED, "finished");
       doc_mark(m, j, "completed", NULL);
       buf_free(&res.body);
       dv_free(res.reason);
@@ -365,11 +330,11 @@ static void *job_thread(void *arg) {
     pthread_mutex_unlock(&m->mu);
     fprintf(stderr, "divan: replication %s%s%s crashed (%d in a row): %s\n", j->id, j->docid ? " of " : "",
             j->docid ? j->docid : "", errors, msg);
-    mgr_job_event(j, RJ_CRASHING, "crashed");
+    rjob_event(j, RJ_CRASHING, "crashed");
     buf_free(&res.body);
     dv_free(res.reason);
     if (rh_sleep(&j->stop, backoff_ms(m, errors))) break;
-    mgr_job_event(j, RJ_PENDING, NULL);
+    rjob_event(j, RJ_PENDING, NULL);
   }
   if (j->db && j->leased) (void)lease_try(m, j->db, j->docid, 1);
   pthread_mutex_lock(&m->mu);
@@ -396,7 +361,7 @@ static int job_new(repl_mgr *m, const repl_spec *spec, rjob **out) {
     job_free(j);
     return rc;
   }
-  j->start_ms = j->last_update_ms = wall_ms();
+  j->start_ms = j->last_update_ms = rjob_now_ms();
   j->n.changes_pending = -1;
   j->state = RJ_INITIALIZING;
   j->hist[0].ms = j->start_ms;
@@ -590,7 +555,7 @@ static void doc_changed(listener *l, const char *db, const char *docid, const js
     arena_init(&j->a, 0);
     j->spec = empty;
     j->spec.source.url = j->spec.target.url = "";
-    j->start_ms = j->last_update_ms = wall_ms();
+    j->start_ms = j->last_update_ms = rjob_now_ms();
     j->state = RJ_FAILED;
     j->err = dv_strndup(reason ? reason : "bad replication document", strlen(reason ? reason : "bad replication document"));
   }
@@ -839,7 +804,7 @@ static void doc_mark(repl_mgr *m, rjob *j, const char *state, const char *reason
     rh_resp_free(&r);
     if (!ok) break;
     char ts[32];
-    iso8601(wall_ms(), ts);
+    iso8601(rjob_now_ms(), ts);
     if (json_obj_setz(&a, doc, "_replication_state", json_new_stringz(&a, state))) {}
     if (json_obj_setz(&a, doc, "_replication_state_time", json_new_stringz(&a, ts))) {}
     if (reason) if (json_obj_setz(&a, doc, "_replication_state_reason", json_new_stringz(&a, reason))) {}
@@ -889,7 +854,7 @@ int repl_mgr_start(const repl_opts *o, repl_mgr **out) {
   } else {
     FILE *ur = fopen("/dev/urandom", "rb");
     if (!ur || fread(rnd, 1, sizeof rnd, ur) != sizeof rnd)
-      for (size_t i = 0; i < sizeof rnd; i++) rnd[i] = (uint8_t)(rand() ^ (int)wall_ms() ^ (int)(i * 131));
+      for (size_t i = 0; i < sizeof rnd; i++) rnd[i] = (uint8_t)(rand() ^ (int)rjob_now_ms() ^ (int)(i * 131));
     if (ur) fclose(ur);
   }
   for (size_t i = 0; i < sizeof rnd; i++) snprintf(m->owner + 2 * i, 3, "%02x", rnd[i]);

@@ -130,9 +130,13 @@ struct repl_mgr {
   int has_listener;
 };
 
-/* Under m->mu: set a job's state and remember an event. */
-void mgr_job_event(rjob *j, int state, const char *event);
-/* Record a job's seqs (JSON texts; NULL keeps). */
-void mgr_job_seqs(rjob *j, const char *source_seq, const char *through_seq, const char *checkpointed);
+/* ---- rjob.c: a job's observable state (written by job.c and mgr.c) ----------- */
+
+/* Wall clock, unix milliseconds. */
+int64_t rjob_now_ms(void);
+/* Set a job's state and remember an event (takes m->mu). */
+void rjob_event(rjob *j, int state, const char *event);
+/* Record a job's seqs (JSON texts; NULL keeps; takes m->mu). */
+void rjob_seqs(rjob *j, const char *source_seq, const char *through_seq, const char *checkpointed);
 
 #endif

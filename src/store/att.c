@@ -305,31 +305,29 @@ static int marker_put(kv_txn *txn, const st_dbx *x, store_att_upload *u) {
   return rc;
 }
 
-static int up_fn(kv_txn *txn, void *arg) {
+static int up_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct up_txn *t = arg;
   store_att_upload *u = t->u;
-  st_dbx x;
-  int rc = st_db_check(u->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   if (t->clear) {
     /* Only while its marker is there: without it, either an edit linked
      * the upload (one whose commit came back unknown to us, so u->linked
      * was never set: its content is now a document's) or the sweeper
      * already cleared it. */
     int found;
-    rc = marker_take(txn, x.s, u->attid, 1, &found);
-    return rc || !found ? rc : att_clear(txn, &x, u->id, u->id_len, u->attid);
+    rc = marker_take(txn, x->s, u->attid, 1, &found);
+    return rc || !found ? rc : att_clear(txn, x, u->id, u->id_len, u->attid);
   }
   if (u->began) { /* a sweep that took it (an upload stalled past its TTL) must not leave a hole */
     int found;
-    if ((rc = marker_take(txn, x.s, u->attid, 0, &found))) return rc;
+    if ((rc = marker_take(txn, x->s, u->attid, 0, &found))) return rc;
     if (!found) return DV_EATT_GONE;
   }
-  if ((rc = marker_put(txn, &x, u))) return rc;
+  if ((rc = marker_put(txn, x, u))) return rc;
   if (!t->nbytes) return 0;
   dv_buf k;
   buf_init(&k);
-  st_att_key(&x, &k, u->id, u->id_len, u->attid);
+  st_att_key(x, &k, u->id, u->id_len, u->attid);
   size_t plen = k.len;
   for (size_t off = 0; !rc && off < t->nbytes; off += STORE_ATT_CHUNK) {
     size_t len = t->nbytes - off < STORE_ATT_CHUNK ? t->nbytes - off : STORE_ATT_CHUNK;
@@ -347,7 +345,7 @@ static int up_fn(kv_txn *txn, void *arg) {
  * everything at the end) and drop them from it. */
 static int up_flush(store_att_upload *u, size_t nbytes) {
   struct up_txn t = {.u = u, .nbytes = nbytes};
-  st_op op = {.fn = up_fn, .arg = &t}; /* idempotent: no TxId needed */
+  st_op op = {.dbfn = up_fn, .db = u->db, .arg = &t}; /* idempotent: no TxId needed */
   int rc = st_run(u->db->s, &op);
   if (rc) return rc;
   u->began = 1;
@@ -428,7 +426,7 @@ void store_att_upload_free(store_att_upload *u) {
   if (!u) return;
   if (!u->linked && u->began) {
     struct up_txn t = {.u = u, .clear = 1};
-    st_op op = {.fn = up_fn, .arg = &t};
+    st_op op = {.dbfn = up_fn, .db = u->db, .arg = &t};
     if (st_run(u->db->s, &op)) {
       /* best effort: the sweeper clears it once its marker expires */
     }
@@ -549,35 +547,33 @@ int st_leaf_atts(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, co
   return rc;
 }
 
-static int atts_fn(kv_txn *txn, void *arg) {
+static int atts_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct atts_arg *g = arg;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   st_branch br;
   int found = 0;
   if (!g->rev) {
     st_branch *w;
     int n;
-    rc = st_branch_range(txn, &x, g->id, g->id_len, NULL, 1, KV_REVERSE, g->a, &w, &n);
+    rc = st_branch_range(txn, x, g->id, g->id_len, NULL, 1, KV_REVERSE, g->a, &w, &n);
     if (rc) return rc;
     if (!n) return DV_ENOT_FOUND;
     if (w->deleted) return DV_EDELETED;
     br = *w;
   } else {
-    rc = st_branch_get(txn, &x, g->id, g->id_len, 0, g->rev, g->a, &br, &found);
-    if (!rc && !found) rc = st_branch_get(txn, &x, g->id, g->id_len, 1, g->rev, g->a, &br, &found);
+    rc = st_branch_get(txn, x, g->id, g->id_len, 0, g->rev, g->a, &br, &found);
+    if (!rc && !found) rc = st_branch_get(txn, x, g->id, g->id_len, 1, g->rev, g->a, &br, &found);
     if (rc) return rc;
     if (!found) return DV_ENOT_FOUND;
   }
   g->out_rev = br.rev;
-  return st_leaf_atts(txn, &x, g->id, g->id_len, &br, g->a, &g->atts, &g->n);
+  return st_leaf_atts(txn, x, g->id, g->id_len, &br, g->a, &g->atts, &g->n);
 }
 
 int store_doc_atts(store_db *db, const char *id, size_t id_len, const store_rev *rev, dv_arena *a,
                    store_rev *out_rev, store_att **out, size_t *out_n) {
   struct atts_arg g = {.db = db, .id = id, .id_len = id_len, .rev = rev, .a = a};
-  st_op op = {.fn = atts_fn, .arg = &g};
+  st_op op = {.dbfn = atts_fn, .db = db, .arg = &g};
   int rc = st_run(db->s, &op);
   if (rc) return rc;
   if (out_rev) *out_rev = g.out_rev;
@@ -597,12 +593,10 @@ struct pread_arg {
   size_t got;
 };
 
-static int pread_fn(kv_txn *txn, void *arg) {
+static int pread_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct pread_arg *g = arg;
   g->got = 0;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   int64_t end = g->off + (int64_t)g->cap;
   if (end > g->att->enc_length) end = g->att->enc_length;
   if (g->off >= end) return 0;
@@ -611,7 +605,7 @@ static int pread_fn(kv_txn *txn, void *arg) {
   buf_init(&k);
   buf_init(&b);
   buf_init(&e);
-  st_att_key(&x, &k, g->id, g->id_len, g->att->id);
+  st_att_key(x, &k, g->id, g->id_len, g->att->id);
   size_t plen = k.len;
   tup_w w;
   buf_append(&b, k.p, k.len);
@@ -659,7 +653,7 @@ int store_att_pread(store_db *db, const char *id, size_t id_len, const store_att
                     size_t cap, size_t *got) {
   if (off < 0) return DV_ERANGE;
   struct pread_arg g = {.db = db, .id = id, .id_len = id_len, .att = att, .off = off, .buf = buf, .cap = cap};
-  st_op op = {.fn = pread_fn, .arg = &g};
+  st_op op = {.dbfn = pread_fn, .db = db, .arg = &g};
   int rc = st_run(db->s, &op);
   if (!rc) *got = g.got;
   return rc;

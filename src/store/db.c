@@ -11,7 +11,8 @@
  *     dead: DV_ENO_DB, dropped from the cache). Either way a read conflict
  *     on (R,0,"dbs",Name), so a write racing the database's deletion fails
  *     and its retry sees DV_ENO_DB instead of landing under a dead prefix.
- *   delete, _revs_limit, _security -> bump the metadata version.
+ *   delete, _revs_limit, _security, a write of a _design/ document (edit.c:
+ *     the write hooks may change, hooks.c) -> bump the metadata version.
  *
  * A database's prefix comes from (R,0,"prefix_counter"), read non-snapshot
  * (two creators conflict), so a re-created database never reuses one.
@@ -102,6 +103,7 @@ static int mdv_read(kv_txn *txn, uint8_t out[16], size_t *out_len, int *found) {
 
 static void handle_free(store_db *db) {
   st_rank_free(db->rank);
+  st_hooks_put(db->hooks);
   pthread_mutex_destroy(&db->mu);
   dv_free(db->conflict);
   dv_free(db->name);
@@ -161,6 +163,7 @@ int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) {
     memcpy(db->mdv, mdv, mdv_len);
     db->mdv_len = mdv_len;
     db->mdv_found = found;
+    db->meta_gen++; /* the write hooks load again (hooks.c) */
     pthread_mutex_unlock(&db->mu);
   }
   pthread_mutex_lock(&db->mu);
@@ -523,30 +526,28 @@ static int counter_get(kv_txn *txn, const st_dbx *x, const char *name, int64_t *
   return rc;
 }
 
-static int info_fn(kv_txn *txn, void *arg) {
+static int info_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct info_arg *a = arg;
-  st_dbx x;
-  int rc = st_db_check(a->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   store_db_info *o = a->out;
   memset(o, 0, sizeof *o);
-  if ((rc = counter_get(txn, &x, "doc_count", &o->doc_count))) return rc;
-  if ((rc = counter_get(txn, &x, "doc_del_count", &o->doc_del_count))) return rc;
-  if ((rc = counter_get(txn, &x, "size_active", &o->size_active))) return rc;
-  if ((rc = counter_get(txn, &x, "size_external", &o->size_external))) return rc;
+  if ((rc = counter_get(txn, x, "doc_count", &o->doc_count))) return rc;
+  if ((rc = counter_get(txn, x, "doc_del_count", &o->doc_del_count))) return rc;
+  if ((rc = counter_get(txn, x, "size_active", &o->size_active))) return rc;
+  if ((rc = counter_get(txn, x, "size_external", &o->size_external))) return rc;
   const uint8_t *v;
   size_t vl;
   int found;
-  rc = st_meta_get(txn, &x, "update_seq", KV_SNAPSHOT, &v, &vl, &found);
+  rc = st_meta_get(txn, x, "update_seq", KV_SNAPSHOT, &v, &vl, &found);
   if (rc) return rc;
   if (found) {
     tup_r r;
     tup_r_init(&r, v, vl);
     if (st_seq_get(&r, &o->update_seq)) return DV_ECORRUPT;
   }
-  o->revs_limit = x.revs_limit;
-  o->incarnation = x.inc;
-  o->prefix = x.prefix;
+  o->revs_limit = x->revs_limit;
+  o->incarnation = x->inc;
+  o->prefix = x->prefix;
   pthread_mutex_lock(&a->db->mu);
   o->created_at = a->db->created_at;
   st_hex(a->db->uuid, 16, o->uuid);
@@ -557,7 +558,7 @@ static int info_fn(kv_txn *txn, void *arg) {
 
 int store_db_info_get(store_db *db, store_db_info *out) {
   struct info_arg a = {db, out};
-  st_op op = {.fn = info_fn, .arg = &a};
+  st_op op = {.dbfn = info_fn, .db = db, .arg = &a};
   return st_run(db->s, &op);
 }
 
@@ -567,53 +568,48 @@ struct rl_arg {
   int64_t n;
 };
 
-static int rl_get_fn(kv_txn *txn, void *arg) {
+static int rl_get_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct rl_arg *a = arg;
-  st_dbx x;
-  int rc = st_db_check(a->db, txn, &x);
-  if (!rc) a->n = x.revs_limit;
-  return rc;
+  a->n = x->revs_limit;
+  return 0;
 }
 
 int store_db_get_revs_limit(store_db *db, int64_t *out) {
   struct rl_arg a = {.db = db};
-  st_op op = {.fn = rl_get_fn, .arg = &a};
+  st_op op = {.dbfn = rl_get_fn, .db = db, .arg = &a};
   int rc = st_run(db->s, &op);
   if (!rc) *out = a.n;
   return rc;
 }
 
 /* Set one meta KV to val, bump the metadata version, TxId, queue event. */
-static int meta_set(kv_txn *txn, store_db *db, st_op *op, const char *name, const void *val, size_t vl) {
-  st_dbx x;
-  int rc = st_db_check(db, txn, &x);
-  if (rc) return rc;
+static int meta_set(kv_txn *txn, const st_dbx *x, st_op *op, const char *name, const void *val, size_t vl) {
   dv_buf k;
   buf_init(&k);
-  st_key_meta(&x, &k, name);
-  rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, val, vl);
+  st_key_meta(x, &k, name);
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, val, vl);
   buf_free(&k);
   if (!rc) rc = st_mdv_bump(txn);
-  if (!rc) rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix);
-  if (!rc) rc = st_txid_write(x.s, txn, op);
+  if (!rc) rc = st_dbu_enqueue(x->s, txn, x->name, x->name_len, x->prefix);
+  if (!rc) rc = st_txid_write(x->s, txn, op);
   return rc;
 }
 
-static int rl_set_fn(kv_txn *txn, void *arg) {
+static int rl_set_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct rl_arg *a = arg;
   dv_buf v;
   buf_init(&v);
   tup_w w;
   tup_w_init(&w, &v);
   tup_int(&w, a->n);
-  int rc = buf_error(&v) ? DV_ENOMEM : meta_set(txn, a->db, a->op, "revs_limit", v.p, v.len);
+  int rc = buf_error(&v) ? DV_ENOMEM : meta_set(txn, x, a->op, "revs_limit", v.p, v.len);
   buf_free(&v);
   return rc;
 }
 
 int store_db_set_revs_limit(store_db *db, int64_t n) {
   if (n < 1 || n > STORE_MAX_REVS_LIMIT) return DV_EBAD_REVS_LIMIT;
-  st_op op = {.fn = rl_set_fn, .use_txid = 1};
+  st_op op = {.dbfn = rl_set_fn, .db = db, .use_txid = 1};
   struct rl_arg a = {db, &op, n};
   op.arg = &a;
   int rc = st_run(db->s, &op);
@@ -632,14 +628,12 @@ struct sec_arg {
   int found;
 };
 
-static int sec_get_fn(kv_txn *txn, void *arg) {
+static int sec_get_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct sec_arg *a = arg;
-  st_dbx x;
-  int rc = st_db_check(a->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   const uint8_t *v;
   size_t vl;
-  rc = st_meta_get(txn, &x, "security", 0, &v, &vl, &a->found);
+  rc = st_meta_get(txn, x, "security", 0, &v, &vl, &a->found);
   buf_reset(a->text);
   if (!rc && a->found) buf_append(a->text, v, vl);
   return rc ? rc : buf_error(a->text);
@@ -649,7 +643,7 @@ int store_db_get_security(store_db *db, dv_arena *ar, json_val **out) {
   dv_buf t;
   buf_init(&t);
   struct sec_arg a = {.db = db, .text = &t};
-  st_op op = {.fn = sec_get_fn, .arg = &a};
+  st_op op = {.dbfn = sec_get_fn, .db = db, .arg = &a};
   int rc = st_run(db->s, &op);
   if (!rc) {
     if (!a.found) {
@@ -666,9 +660,9 @@ int store_db_get_security(store_db *db, dv_arena *ar, json_val **out) {
   return rc;
 }
 
-static int sec_set_fn(kv_txn *txn, void *arg) {
+static int sec_set_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct sec_arg *a = arg;
-  return meta_set(txn, a->db, a->op, "security", a->text->p, a->text->len);
+  return meta_set(txn, x, a->op, "security", a->text->p, a->text->len);
 }
 
 int store_db_set_security(store_db *db, const json_val *sec) {
@@ -678,7 +672,7 @@ int store_db_set_security(store_db *db, const json_val *sec) {
   int rc = json_write(&t, sec);
   if (!rc && t.len > KV_MAX_VALUE) rc = DV_EDOC_TOO_LARGE;
   if (!rc) {
-    st_op op = {.fn = sec_set_fn, .use_txid = 1};
+    st_op op = {.dbfn = sec_set_fn, .db = db, .use_txid = 1};
     struct sec_arg a = {.db = db, .op = &op, .text = &t};
     op.arg = &a;
     rc = st_run(db->s, &op);

@@ -37,17 +37,6 @@
 
 /* ---- ids and special members ------------------------------------------------ */
 
-int store_docid_check(const char *id, size_t len, int local) {
-  if (!id || len == 0 || len > STORE_MAX_DOCID) return DV_EBAD_DOCID;
-  if (json_utf8_check(id, len, NULL)) return DV_EBAD_DOCID;
-  if (id[0] == '_') {
-    if (len > 8 && !memcmp(id, "_design/", 8)) return 0;
-    if (local && len > 7 && !memcmp(id, "_local/", 7)) return 0;
-    return DV_EBAD_DOCID;
-  }
-  return 0;
-}
-
 /* A name CouchDB accepts: non-empty UTF-8, not starting with '_'. */
 static int att_name_ok(const char *p, size_t n) {
   return n && p[0] != '_' && !json_utf8_check(p, n, NULL) && !memchr(p, 0, n);
@@ -216,6 +205,7 @@ typedef struct ed {
   uint8_t newh[16];     /* the new rev's hash (interactive) */
   int refused;          /* 1: e->rc was settled before any transaction */
   int kept_rc;          /* results of a maybe-committed attempt */
+  const char *kept_why;
   store_rev kept_rev;
   uint8_t kept_h[16];
   store_att *in;        /* e->atts with sizes, digests and AttIDs of new content filled (dv_malloc) */
@@ -537,13 +527,25 @@ static int collect(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, 
   return st_att_collect(txn, x, id, id_len, gone->att_ids, gone->n_att_ids, keep, n);
 }
 
+/* The user body of an edit's new leaf, for index_update. */
+static const json_val *new_body(const store_edit *e) {
+  static const json_val empty = {.type = JSON_OBJECT};
+  return e->body ? e->body : &empty;
+}
+
+/* The hooks an attempt runs (hooks.c). */
+typedef struct wh {
+  const st_hooks *h;     /* the handle's table, NULL: none */
+  const store_wctx *w;   /* who writes, NULL: the server */
+} wh;
+
 /* ---- interactive edits ------------------------------------------------------------ */
 
-static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, struct deltas *dl, dv_arena *a,
-                            int *wrote) {
+static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, uint16_t uv, struct deltas *dl,
+                            dv_arena *a, int *wrote) {
   store_edit *e = d->e;
   st_branch W, B, P2;
-  int haveW = 0, haveB = 0, haveP2 = 0, b_is_w = 0, rc;
+  int haveW = 0, haveB = 0, haveP2 = 0, b_is_w = 0, rc, bad = 0;
   store_rev parent = e->parent;
   *wrote = 0;
   if (parent.pos == 0) {
@@ -592,12 +594,14 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, st
       if (!haveW) return DV_ECORRUPT;
     }
   }
+  /* validators see the leaf this edit replaces (its body only on demand) */
+  if ((rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &e->parent, haveB ? &B : NULL, a, &bad))) return rc;
+  if (bad) return 0;
   /* the new leaf */
   st_branch L;
   memset(&L, 0, sizeof L);
   L.deleted = e->deleted;
   L.rev.pos = parent.pos + 1;
-  int bad;
   if ((rc = atts_resolve(txn, x, d, &B, haveB, L.rev.pos, 0, a, &L, &bad))) return rc;
   if (bad) {
     e->rc = bad;
@@ -640,12 +644,23 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, st
   if (NW == &P2 && (rc = st_branch_put(txn, x, e->id, e->id_len, &P2, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
   if ((rc = st_change_move(txn, x, e->id, e->id_len, haveW ? &W.seq : NULL, NW, bc, uv))) return rc;
+  if ((!haveW || NW != &W) &&
+      (rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, haveW ? &W : NULL, NW, NW == &L ? new_body(e) : NULL)))
+    return rc;
   count(dl, haveW ? &W : NULL, NW, haveB ? B.kv_size : 0, L.kv_size);
   e->rc = 0;
   e->rev = L.rev;
   *wrote = 1;
   return 0;
 conflict:
+  /* a document with no live winner: its validators answer before the
+   * conflict does (the _users rules always did) */
+  if (st_hooks_validating(hk->h, hk->w) && !(haveW && !W.deleted)) {
+    if ((rc = read_winner(txn, x, e->id, e->id_len, a, &W, &haveW))) return rc;
+    if ((!haveW || W.deleted) && (rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &e->parent, NULL, a, &bad)))
+      return rc;
+    if ((!haveW || W.deleted) && bad) return 0;
+  }
   e->rc = DV_ECONFLICT;
   return 0;
 }
@@ -662,8 +677,8 @@ static long path_index(const st_branch *b, const store_rev *r) {
 
 static const store_rev *full_at(const st_branch *b, size_t j) { return j == 0 ? &b->rev : &b->anc[j - 1]; }
 
-static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, struct deltas *dl, dv_arena *a,
-                           int *wrote) {
+static int edit_replicated(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, uint16_t uv, struct deltas *dl,
+                           dv_arena *a, int *wrote) {
   store_edit *e = d->e;
   const store_rev *path = e->path;
   size_t n = e->path_len;
@@ -672,6 +687,14 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, str
   *wrote = 0;
   int rc = st_branch_range(txn, x, e->id, e->id_len, NULL, 0, 0, a, &brs, &nb);
   if (rc) return rc;
+  int bad;
+  if (st_hooks_validating(hk->h, hk->w)) { /* validators see the winner, before anything is decided */
+    const st_branch *w0 = NULL;
+    for (int i = 0; i < nb; i++)
+      if (brs[i].winner) w0 = &brs[i];
+    if ((rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &path[0], w0, a, &bad))) return rc;
+    if (bad) return 0;
+  }
   e->rev = path[0];
   /* rule 1: the leaf is known already */
   for (int i = 0; i < nb; i++)
@@ -727,7 +750,6 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, str
   L.n_anc = mn - 1;
   L.json_size = d->json_size;
   L.kv_size = leaf_kv_size(d, doc_prefix_len(x, e->id, e->id_len, &L));
-  int bad;
   if ((rc = atts_resolve(txn, x, d, brs, nb, L.rev.pos, 1, a, &L, &bad))) return rc;
   if (!bad && d->n_in) rc = atts_write(txn, x, d, &bad);
   if (rc) return rc;
@@ -755,6 +777,8 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, str
   if (NW != &L && NW != W && (rc = st_branch_put(txn, x, e->id, e->id_len, NW, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
   if ((rc = st_change_move(txn, x, e->id, e->id_len, W ? &W->seq : NULL, NW, bc, uv))) return rc;
+  if (NW != W && (rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, W, NW, NW == &L ? new_body(e) : NULL)))
+    return rc;
   count(dl, W, NW, ext >= 0 ? brs[ext].kv_size : 0, L.kv_size);
   e->rc = 0;
   *wrote = 1;
@@ -765,6 +789,7 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, ed *d, uint16_t uv, str
 
 struct up_arg {
   store_db *db;
+  const store_wctx *w; /* who writes (validators), NULL: the server */
   st_op *op;
   ed *eds;
   size_t from, to;   /* the group [from, to) */
@@ -772,34 +797,42 @@ struct up_arg {
   dv_arena arena;    /* per attempt */
 };
 
-static int up_fn(kv_txn *txn, void *arg) {
+static int up_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct up_arg *u = arg;
   arena_reset(&u->arena);
-  st_dbx x;
-  int rc = st_db_check(u->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
+  st_hooks *h;
+  if ((rc = st_hooks_get(u->db, &h))) return rc;
+  wh hk = {.h = h, .w = u->w};
   struct deltas dl = {0};
   uint16_t uv = 0;
+  int design = 0;
   for (size_t i = u->from; i < u->to; i++) {
     ed *d = &u->eds[i];
     if (d->refused) continue;
     d->e->rc = 0;
+    d->e->why = NULL;
     d->wrote = 0;
     int wrote = 0;
-    rc = u->new_edits ? edit_interactive(txn, &x, d, uv, &dl, &u->arena, &wrote)
-                      : edit_replicated(txn, &x, d, uv, &dl, &u->arena, &wrote);
-    if (rc) return rc;
+    rc = u->new_edits ? edit_interactive(txn, x, &hk, d, uv, &dl, &u->arena, &wrote)
+                      : edit_replicated(txn, x, &hk, d, uv, &dl, &u->arena, &wrote);
+    if (rc) break;
     d->wrote = wrote;
     uv += (uint16_t)wrote;
+    design |= wrote && d->e->id_len > 8 && !memcmp(d->e->id, "_design/", 8);
   }
+  st_hooks_put(h);
+  if (rc) return rc;
   if (uv == 0) return 0; /* nothing written: a read-only commit */
-  if ((rc = st_counter_add(txn, &x, "doc_count", dl.dc))) return rc;
-  if ((rc = st_counter_add(txn, &x, "doc_del_count", dl.ddc))) return rc;
-  if ((rc = st_counter_add(txn, &x, "size_active", dl.sa))) return rc;
-  if ((rc = st_counter_add(txn, &x, "size_external", dl.se))) return rc;
-  rc = st_update_seq_put(txn, &x, (uint16_t)(uv - 1));
-  if (!rc) rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix);
-  if (!rc) rc = st_txid_write(x.s, txn, u->op);
+  /* a design document may change the hooks: every process reloads them */
+  if (design && (rc = st_mdv_bump(txn))) return rc;
+  if ((rc = st_counter_add(txn, x, "doc_count", dl.dc))) return rc;
+  if ((rc = st_counter_add(txn, x, "doc_del_count", dl.ddc))) return rc;
+  if ((rc = st_counter_add(txn, x, "size_active", dl.sa))) return rc;
+  if ((rc = st_counter_add(txn, x, "size_external", dl.se))) return rc;
+  rc = st_update_seq_put(txn, x, (uint16_t)(uv - 1));
+  if (!rc) rc = st_dbu_enqueue(x->s, txn, x->name, x->name_len, x->prefix);
+  if (!rc) rc = st_txid_write(x->s, txn, u->op);
   return rc;
 }
 
@@ -809,6 +842,7 @@ static void up_keep(void *arg) {
     ed *d = &u->eds[i];
     if (d->refused) continue;
     d->kept_rc = d->e->rc;
+    d->kept_why = d->e->why;
     d->kept_rev = d->e->rev;
     d->kept_wrote = d->wrote;
     if (d->e->rev.h == d->newh) {
@@ -824,6 +858,7 @@ static void up_restore(void *arg) {
     ed *d = &u->eds[i];
     if (d->refused) continue;
     d->e->rc = d->kept_rc;
+    d->e->why = d->kept_why;
     d->e->rev = d->kept_rev;
     d->wrote = d->kept_wrote;
   }
@@ -860,7 +895,7 @@ static int mark_duplicates(ed *eds, size_t n) {
   return 0;
 }
 
-int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
+int store_update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits) {
   store *s = db->s;
   ed *eds = dv_calloc(n ? n : 1, sizeof *eds);
   if (!eds) return DV_ENOMEM;
@@ -869,6 +904,7 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
     eds[i].e = &edits[i];
     buf_init(&eds[i].kvs);
     edits[i].rc = 0;
+    edits[i].why = NULL;
     memset(&edits[i].rev, 0, sizeof edits[i].rev);
     if (!new_edits && edits[i].path_len == 0) edits[i].rc = DV_EBAD_REV;
     if (!edits[i].rc) edits[i].rc = prepare(s, &eds[i]);
@@ -879,7 +915,7 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
     }
   }
   rc = mark_duplicates(eds, n);
-  struct up_arg u = {.db = db, .eds = eds, .new_edits = new_edits};
+  struct up_arg u = {.db = db, .w = w, .eds = eds, .new_edits = new_edits};
   arena_init(&u.arena, 0);
   size_t i = 0;
   while (!rc && i < n) {
@@ -891,7 +927,7 @@ int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) {
       j++;
       if (j - i >= 4096) break; /* user versions and the 5 s window */
     }
-    st_op op = {.fn = up_fn, .keep = up_keep, .restore = up_restore, .use_txid = 1};
+    st_op op = {.dbfn = up_fn, .db = db, .keep = up_keep, .restore = up_restore, .use_txid = 1};
     u.op = &op;
     u.from = i;
     u.to = j;

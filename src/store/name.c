@@ -1,10 +1,31 @@
 /* name.c — CouchDB's rules for names, alone in their file: pure, so the
  * parsers above the store (the replicator's spec, fuzz targets, the HTTP
- * write paths) use them without the rest of the store. Database names, and
- * the one list of a document's special ("_") members. */
+ * write paths) use them without the rest of the store. Database names,
+ * document ids (with CouchDB's reasons, which the HTTP layer answers with),
+ * and the one list of a document's special ("_") members. */
 #include <string.h>
 
 #include "store/store.h"
+
+static int has_prefix(const char *p, size_t n, const char *pfx) {
+  size_t k = strlen(pfx);
+  return n >= k && !memcmp(p, pfx, k);
+}
+
+const char *store_docid_problem(const char *id, size_t n, int local) {
+  if (!id || n == 0) return "Document id must not be empty";
+  if (n == 8 && !memcmp(id, "_design/", 8)) return "Illegal document id `_design/`";
+  if (local && n == 7 && !memcmp(id, "_local/", 7)) return "Illegal document id `_local/`";
+  if (n > STORE_MAX_DOCID) return "Document id is too long";
+  if (json_utf8_check(id, n, NULL)) return "Document id must be valid UTF-8";
+  if (id[0] == '_' && !has_prefix(id, n, "_design/") && !(local && has_prefix(id, n, "_local/")))
+    return "Only reserved document ids may start with underscore.";
+  return NULL;
+}
+
+int store_docid_check(const char *id, size_t len, int local) {
+  return store_docid_problem(id, len, local) ? DV_EBAD_DOCID : 0;
+}
 
 int store_db_name_check(const char *name, size_t len) {
   static const char *const sys[] = {"_users", "_replicator", "_global_changes"};

@@ -159,20 +159,18 @@ struct pg_arg {
   size_t n_kept;
 };
 
-static int pg_fn(kv_txn *txn, void *arg) {
+static int pg_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct pg_arg *g = arg;
   arena_reset(&g->arena);
   g->purged = NULL;
   g->n_purged = 0;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   int64_t pseq, limit;
-  if ((rc = meta_int(txn, &x, "purge_seq", 0, 0, &pseq))) return rc;
-  if ((rc = meta_int(txn, &x, "purged_infos_limit", 0, STORE_DEFAULT_PURGED_INFOS_LIMIT, &limit))) return rc;
+  if ((rc = meta_int(txn, x, "purge_seq", 0, 0, &pseq))) return rc;
+  if ((rc = meta_int(txn, x, "purged_infos_limit", 0, STORE_DEFAULT_PURGED_INFOS_LIMIT, &limit))) return rc;
   st_branch *brs = NULL;
   int nb = 0;
-  rc = st_branch_range(txn, &x, g->id, g->id_len, NULL, 0, 0, &g->arena, &brs, &nb);
+  rc = st_branch_range(txn, x, g->id, g->id_len, NULL, 0, 0, &g->arena, &brs, &nb);
   if (rc) return rc;
   char *gone = nb ? arena_calloc(&g->arena, (size_t)nb) : NULL;
   store_rev *out = g->n ? arena_alloc(&g->arena, g->n * sizeof *out) : NULL;
@@ -197,14 +195,14 @@ static int pg_fn(kv_txn *txn, void *arg) {
       if (!gone[k]) keep[n_keep++] = brs[k];
     for (int k = 0; k < nb; k++)
       if (gone[k] && brs[k].n_att_ids &&
-          (rc = st_att_collect(txn, &x, g->id, g->id_len, brs[k].att_ids, brs[k].n_att_ids, keep, n_keep)))
+          (rc = st_att_collect(txn, x, g->id, g->id_len, brs[k].att_ids, brs[k].n_att_ids, keep, n_keep)))
         return rc;
     for (int k = 0; k < nb; k++) {
       if (!gone[k]) {
         nw = &brs[k]; /* key order: the last one left wins */
         continue;
       }
-      if ((rc = st_branch_clear(txn, &x, g->id, g->id_len, &brs[k]))) return rc;
+      if ((rc = st_branch_clear(txn, x, g->id, g->id_len, &brs[k]))) return rc;
       sa -= brs[k].kv_size;
     }
     dc -= !w->deleted;
@@ -212,24 +210,31 @@ static int pg_fn(kv_txn *txn, void *arg) {
     se -= w->deleted ? 0 : w->json_size;
     int64_t bc = nb - (int64_t)np;
     if (nw) {
-      if ((rc = st_branch_put(txn, &x, g->id, g->id_len, nw, 1, 0, bc))) return rc;
+      if ((rc = st_branch_put(txn, x, g->id, g->id_len, nw, 1, 0, bc))) return rc;
       dc += !nw->deleted;
       ddc += nw->deleted;
       se += nw->deleted ? 0 : nw->json_size;
     }
-    if ((rc = st_change_move(txn, &x, g->id, g->id_len, &w->seq, nw, bc, 0))) return rc;
-    if ((rc = st_counter_add(txn, &x, "doc_count", dc))) return rc;
-    if ((rc = st_counter_add(txn, &x, "doc_del_count", ddc))) return rc;
-    if ((rc = st_counter_add(txn, &x, "size_active", sa))) return rc;
-    if ((rc = st_counter_add(txn, &x, "size_external", se))) return rc;
+    if ((rc = st_change_move(txn, x, g->id, g->id_len, &w->seq, nw, bc, 0))) return rc;
+    if (nw != w) { /* the winner changed or the document is gone: indexes follow */
+      st_hooks *h;
+      if ((rc = st_hooks_get(x->db, &h))) return rc;
+      rc = st_hooks_index(h, txn, x, g->id, g->id_len, w, nw, NULL);
+      st_hooks_put(h);
+      if (rc) return rc;
+    }
+    if ((rc = st_counter_add(txn, x, "doc_count", dc))) return rc;
+    if ((rc = st_counter_add(txn, x, "doc_del_count", ddc))) return rc;
+    if ((rc = st_counter_add(txn, x, "size_active", sa))) return rc;
+    if ((rc = st_counter_add(txn, x, "size_external", se))) return rc;
   }
   pseq++;
-  if ((rc = meta_int_set(txn, &x, "purge_seq", pseq))) return rc;
-  if ((rc = write_info(txn, &x, pseq, g->id, g->id_len, g->revs, g->n))) return rc;
-  if (limit > 0 && pseq - limit >= 1 && (rc = trim_infos(txn, &x, pseq - limit, pseq - limit + 1))) return rc;
-  if ((rc = st_update_seq_put(txn, &x, 0))) return rc;
-  if ((rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix))) return rc;
-  if ((rc = st_txid_write(x.s, txn, g->op))) return rc;
+  if ((rc = meta_int_set(txn, x, "purge_seq", pseq))) return rc;
+  if ((rc = write_info(txn, x, pseq, g->id, g->id_len, g->revs, g->n))) return rc;
+  if (limit > 0 && pseq - limit >= 1 && (rc = trim_infos(txn, x, pseq - limit, pseq - limit + 1))) return rc;
+  if ((rc = st_update_seq_put(txn, x, 0))) return rc;
+  if ((rc = st_dbu_enqueue(x->s, txn, x->name, x->name_len, x->prefix))) return rc;
+  if ((rc = st_txid_write(x->s, txn, g->op))) return rc;
   g->purged = out;
   g->n_purged = np;
   return 0;
@@ -270,7 +275,7 @@ int store_purge(store_db *db, const char *id, size_t id_len, const store_rev *re
     *out_n = 0;
     return 0;
   }
-  st_op op = {.fn = pg_fn, .keep = pg_keep, .restore = pg_restore, .use_txid = 1};
+  st_op op = {.dbfn = pg_fn, .db = db, .keep = pg_keep, .restore = pg_restore, .use_txid = 1};
   struct pg_arg g = {.db = db, .op = &op, .id = id, .id_len = id_len, .revs = revs, .n = n};
   op.arg = &g;
   arena_init(&g.arena, 0);
@@ -298,17 +303,14 @@ struct pm_arg {
   int64_t val;         /* get: out; set: the new limit */
 };
 
-static int pm_get_fn(kv_txn *txn, void *arg) {
+static int pm_get_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct pm_arg *m = arg;
-  st_dbx x;
-  int rc = st_db_check(m->db, txn, &x);
-  if (!rc) rc = meta_int(txn, &x, m->name, KV_SNAPSHOT, m->dflt, &m->val);
-  return rc;
+  return meta_int(txn, x, m->name, KV_SNAPSHOT, m->dflt, &m->val);
 }
 
 static int pm_get(store_db *db, const char *name, int64_t dflt, int64_t *out) {
   struct pm_arg m = {.db = db, .name = name, .dflt = dflt};
-  st_op op = {.fn = pm_get_fn, .arg = &m};
+  st_op op = {.dbfn = pm_get_fn, .db = db, .arg = &m};
   int rc = st_run(db->s, &op);
   if (!rc) *out = m.val;
   return rc;
@@ -320,22 +322,20 @@ int store_db_get_purged_infos_limit(store_db *db, int64_t *out) {
   return pm_get(db, "purged_infos_limit", STORE_DEFAULT_PURGED_INFOS_LIMIT, out);
 }
 
-static int pm_set_fn(kv_txn *txn, void *arg) {
+static int pm_set_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct pm_arg *m = arg;
-  st_dbx x;
-  int rc = st_db_check(m->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   int64_t pseq;
-  if ((rc = meta_int(txn, &x, "purge_seq", 0, 0, &pseq))) return rc;
-  if ((rc = meta_int_set(txn, &x, "purged_infos_limit", m->val))) return rc;
-  if ((rc = trim_infos(txn, &x, 0, pseq - m->val + 1))) return rc;
-  if ((rc = st_dbu_enqueue(x.s, txn, x.name, x.name_len, x.prefix))) return rc;
-  return st_txid_write(x.s, txn, m->op);
+  if ((rc = meta_int(txn, x, "purge_seq", 0, 0, &pseq))) return rc;
+  if ((rc = meta_int_set(txn, x, "purged_infos_limit", m->val))) return rc;
+  if ((rc = trim_infos(txn, x, 0, pseq - m->val + 1))) return rc;
+  if ((rc = st_dbu_enqueue(x->s, txn, x->name, x->name_len, x->prefix))) return rc;
+  return st_txid_write(x->s, txn, m->op);
 }
 
 int store_db_set_purged_infos_limit(store_db *db, int64_t n) {
   if (n < 1) return DV_ERANGE;
-  st_op op = {.fn = pm_set_fn, .use_txid = 1};
+  st_op op = {.dbfn = pm_set_fn, .db = db, .use_txid = 1};
   struct pm_arg m = {.db = db, .op = &op, .val = n};
   op.arg = &m;
   return st_run(db->s, &op);
@@ -395,23 +395,21 @@ static int pi_add(dv_arena *a, store_purge_info *p, int fresh, const uint8_t *v,
   return 0;
 }
 
-static int pi_fn(kv_txn *txn, void *arg) {
+static int pi_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct pi_arg *g = arg;
   arena_reset(&g->arena);
   g->rows = NULL;
   g->n = 0;
   g->more = 0;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   dv_buf b, e;
   buf_init(&b);
   buf_init(&e);
   tup_w w;
-  st_key_db(&x, &e, &w, ST_SUB_PURGE);
+  st_key_db(x, &e, &w, ST_SUB_PURGE);
   size_t off = e.len;
   buf_putc(&e, 0xff);
-  info_key(&x, &b, &w, g->from);
+  info_key(x, &b, &w, g->from);
   kv_pair *pairs = NULL;
   int np = 0;
   rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM
@@ -441,7 +439,7 @@ int store_purge_infos(store_db *db, int64_t since, int (*cb)(void *arg, const st
   arena_init(&g.arena, 0);
   int rc = 0;
   for (;;) {
-    st_op op = {.fn = pi_fn, .arg = &g};
+    st_op op = {.dbfn = pi_fn, .db = db, .arg = &g};
     rc = st_run(db->s, &op);
     if (rc) break;
     if (g.more && g.n <= 1) { /* one info larger than a batch: read more at once */

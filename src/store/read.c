@@ -186,6 +186,11 @@ static int load_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
   return *out ? 0 : DV_ENOMEM;
 }
 
+int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
+                json_val **out) {
+  return load_doc(txn, x, id, id_len, br, 0, NULL, a, out);
+}
+
 /* ---- single documents ---------------------------------------------------------------- */
 
 struct get_arg {
@@ -204,45 +209,41 @@ struct get_arg {
   int want_leaves;
 };
 
-static int get_fn(kv_txn *txn, void *arg) {
+static int get_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct get_arg *g = arg;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   st_branch *w1;
   int n;
-  rc = st_branch_range(txn, &x, g->id, g->id_len, NULL, 1, KV_REVERSE, g->a, &w1, &n);
+  rc = st_branch_range(txn, x, g->id, g->id_len, NULL, 1, KV_REVERSE, g->a, &w1, &n);
   if (rc) return rc;
   if (!n) return DV_ENOT_FOUND;
   if (!g->rev) {
     if (w1->deleted) return DV_EDELETED;
-    return load_doc(txn, &x, g->id, g->id_len, w1, g->flags, w1, g->a, &g->out);
+    return load_doc(txn, x, g->id, g->id_len, w1, g->flags, w1, g->a, &g->out);
   }
   st_branch br;
   int found;
-  rc = read_leaf(txn, &x, g->id, g->id_len, g->rev, g->a, &br, &found);
+  rc = read_leaf(txn, x, g->id, g->id_len, g->rev, g->a, &br, &found);
   if (rc) return rc;
   if (!found) return DV_ENOT_FOUND;
-  return load_doc(txn, &x, g->id, g->id_len, &br, g->flags, w1, g->a, &g->out);
+  return load_doc(txn, x, g->id, g->id_len, &br, g->flags, w1, g->a, &g->out);
 }
 
 int store_doc_get(store_db *db, const char *id, size_t id_len, const store_rev *rev, int flags, dv_arena *a,
                   json_val **out) {
   struct get_arg g = {.db = db, .id = id, .id_len = id_len, .rev = rev, .flags = flags, .a = a};
-  st_op op = {.fn = get_fn, .arg = &g};
+  st_op op = {.dbfn = get_fn, .db = db, .arg = &g};
   int rc = st_run(db->s, &op);
   if (!rc) *out = g.out;
   return rc;
 }
 
-static int leaves_fn(kv_txn *txn, void *arg) {
+static int leaves_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct get_arg *g = arg;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   st_branch *brs;
   int n;
-  rc = st_branch_range(txn, &x, g->id, g->id_len, NULL, 0, 0, g->a, &brs, &n);
+  rc = st_branch_range(txn, x, g->id, g->id_len, NULL, 0, 0, g->a, &brs, &n);
   if (rc) return rc;
   if (g->want_leaves) {
     if (!n) return DV_ENOT_FOUND;
@@ -289,7 +290,7 @@ static int leaves_fn(kv_txn *txn, void *arg) {
       used[k] = 1;
       json_val *doc, *o = json_new_object(g->a);
       if (!o) return DV_ENOMEM;
-      rc = load_doc(txn, &x, g->id, g->id_len, &brs[k], g->flags & ~STORE_LATEST, winner, g->a, &doc);
+      rc = load_doc(txn, x, g->id, g->id_len, &brs[k], g->flags & ~STORE_LATEST, winner, g->a, &doc);
       if (rc) return rc;
       if (json_obj_setz(g->a, o, "ok", doc) || json_arr_push(g->a, arr, o)) return DV_ENOMEM;
     }
@@ -306,7 +307,7 @@ int store_doc_open_revs(store_db *db, const char *id, size_t id_len, const store
                         int flags, dv_arena *a, json_val **out) {
   struct get_arg g = {.db = db, .id = id, .id_len = id_len, .revs = revs, .n_revs = n_revs, .flags = flags, .a = a,
                       .open_revs = 1};
-  st_op op = {.fn = leaves_fn, .arg = &g};
+  st_op op = {.dbfn = leaves_fn, .db = db, .arg = &g};
   int rc = st_run(db->s, &op);
   if (!rc) *out = g.out;
   return rc;
@@ -314,7 +315,7 @@ int store_doc_open_revs(store_db *db, const char *id, size_t id_len, const store
 
 int store_doc_leaves(store_db *db, const char *id, size_t id_len, dv_arena *a, store_leaf **out, size_t *out_n) {
   struct get_arg g = {.db = db, .id = id, .id_len = id_len, .a = a, .want_leaves = 1};
-  st_op op = {.fn = leaves_fn, .arg = &g};
+  st_op op = {.dbfn = leaves_fn, .db = db, .arg = &g};
   int rc = st_run(db->s, &op);
   if (!rc) {
     *out = g.leaves;
@@ -337,20 +338,18 @@ struct chg_arg {
   int64_t want;          /* rows to read in this batch */
 };
 
-static int chg_fn(kv_txn *txn, void *arg) {
+static int chg_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct chg_arg *c = arg;
   arena_reset(&c->a);
   c->n = 0;
   c->more = 0;
-  st_dbx x;
-  int rc = st_db_check(c->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   dv_buf pfx, b, e;
   buf_init(&pfx);
   buf_init(&b);
   buf_init(&e);
   tup_w w;
-  st_key_db(&x, &pfx, &w, ST_SUB_CHG);
+  st_key_db(x, &pfx, &w, ST_SUB_CHG);
   buf_append(&b, pfx.p, pfx.len);
   buf_append(&e, pfx.p, pfx.len);
   buf_putc(&e, 0xff);
@@ -398,7 +397,7 @@ static int chg_fn(kv_txn *txn, void *arg) {
       if (bc.i64 > 1) {
         st_branch *brs;
         int nb;
-        rc = st_branch_range(txn, &x, row->id, row->id_len, NULL, 0, KV_SNAPSHOT, &c->a, &brs, &nb);
+        rc = st_branch_range(txn, x, row->id, row->id_len, NULL, 0, KV_SNAPSHOT, &c->a, &brs, &nb);
         if (rc) break;
         if (nb) qsort(brs, (size_t)nb, sizeof *brs, br_desc);
         store_leaf *l = arena_alloc(&c->a, (size_t)(nb ? nb : 1) * sizeof *l);
@@ -418,12 +417,12 @@ static int chg_fn(kv_txn *txn, void *arg) {
       /* the winner's KV gives its ancestors and sizes */
       st_branch full;
       int found;
-      rc = read_leaf(txn, &x, row->id, row->id_len, &row->rev, &c->a, &full, &found);
+      rc = read_leaf(txn, x, row->id, row->id_len, &row->rev, &c->a, &full, &found);
       if (rc) break;
       if (!found) full = wb; /* raced with a later edit: show what the row names */
       full.seq = row->seq;
       full.bc = bc.i64;
-      rc = load_doc(txn, &x, row->id, row->id_len, &full, c->o->doc_flags, &full, &c->a, &row->doc);
+      rc = load_doc(txn, x, row->id, row->id_len, &full, c->o->doc_flags, &full, &c->a, &row->doc);
       if (rc) break;
     }
   }
@@ -444,7 +443,7 @@ int store_changes(store_db *db, const store_changes_opts *o, store_change_cb cb,
   while (!rc && !stop && left != 0) {
     int64_t batch = o->include_docs ? CHG_BATCH / 5 : CHG_BATCH;
     c.want = left > 0 && left < batch ? left : batch;
-    st_op op = {.fn = chg_fn, .arg = &c};
+    st_op op = {.dbfn = chg_fn, .db = db, .arg = &c};
     rc = st_run(db->s, &op);
     if (rc) break;
     for (int i = 0; i < c.n; i++) {
@@ -641,7 +640,7 @@ static int load_bodies(kv_txn *txn, const st_dbx *x, struct all_arg *g) {
   return rc;
 }
 
-static int all_fn(kv_txn *txn, void *arg) {
+static int all_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct all_arg *g = arg;
   all_restore(g);
   if (buf_error(&g->cont) || buf_error(&g->pend_id)) return DV_ENOMEM;
@@ -649,16 +648,14 @@ static int all_fn(kv_txn *txn, void *arg) {
   g->rows = NULL;
   g->n = g->cap = 0;
   g->more = 0;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   dv_buf pfx, b, e, idb;
   buf_init(&pfx);
   buf_init(&b);
   buf_init(&e);
   buf_init(&idb);
   tup_w w;
-  st_key_db(&x, &pfx, &w, ST_SUB_REV);
+  st_key_db(x, &pfx, &w, ST_SUB_REV);
   rc = st_range_bounds(&pfx, g->r, &b, &e);
   if (!rc && g->which == STORE_DESIGN) { /* clamp to ids starting "_design/" */
     dv_buf lo, hi;
@@ -703,12 +700,12 @@ static int all_fn(kv_txn *txn, void *arg) {
         buf_reset(&g->pend_id);
         buf_append(&g->pend_id, idp, id.s_len);
         g->have_pend = 1;
-        rc = row_push(g, txn, &x, (const char *)idp, id.s_len, &br);
+        rc = row_push(g, txn, x, (const char *)idp, id.s_len, &br);
         if (rc == 1) { rc = 0; stop = 1; }
       }
     } else {
       if (g->have_pend && !same) { /* the previous doc is complete */
-        rc = row_push(g, txn, &x, (const char *)g->pend_id.p, g->pend_id.len, &g->pend);
+        rc = row_push(g, txn, x, (const char *)g->pend_id.p, g->pend_id.len, &g->pend);
         if (rc == 1) { rc = 0; stop = 1; break; }
         if (rc) break;
       }
@@ -725,12 +722,12 @@ static int all_fn(kv_txn *txn, void *arg) {
     g->have_cont = 1;
   }
   if (!rc && !stop && !g->more && !g->r->descending && g->have_pend) {
-    rc = row_push(g, txn, &x, (const char *)g->pend_id.p, g->pend_id.len, &g->pend);
+    rc = row_push(g, txn, x, (const char *)g->pend_id.p, g->pend_id.len, &g->pend);
     if (rc == 1) rc = 0;
     g->have_pend = 0;
   }
   if (stop) g->more = 0, g->left = 0;
-  if (!rc && g->include_docs) rc = load_bodies(txn, &x, g);
+  if (!rc && g->include_docs) rc = load_bodies(txn, x, g);
   buf_free(&pfx);
   buf_free(&b);
   buf_free(&e);
@@ -755,7 +752,7 @@ int store_all_docs(store_db *db, int which, const store_range *r, int include_do
   arena_init(&keep, 0);
   for (;;) {
     all_save(&g);
-    st_op op = {.fn = all_fn, .arg = &g};
+    st_op op = {.dbfn = all_fn, .db = db, .arg = &g};
     rc = st_run(db->s, &op);
     if (rc) break;
     for (int i = 0; i < g.n; i++) {
@@ -799,12 +796,10 @@ struct keys_arg {
   store_doc_row *rows;
 };
 
-static int keys_fn(kv_txn *txn, void *arg) {
+static int keys_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct keys_arg *k = arg;
   arena_reset(&k->a);
-  st_dbx x;
-  int rc = st_db_check(k->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   k->rows = arena_calloc(&k->a, (k->to - k->from + 1) * sizeof *k->rows);
   if (!k->rows) return DV_ENOMEM;
   for (size_t i = k->from; i < k->to; i++) {
@@ -814,7 +809,7 @@ static int keys_fn(kv_txn *txn, void *arg) {
     st_branch *w;
     int n = 0;
     if (row->id_len && row->id_len <= STORE_MAX_DOCID) {
-      rc = st_branch_range(txn, &x, row->id, row->id_len, NULL, 1, KV_REVERSE, &k->a, &w, &n);
+      rc = st_branch_range(txn, x, row->id, row->id_len, NULL, 1, KV_REVERSE, &k->a, &w, &n);
       if (rc) return rc;
     }
     if (!n) {
@@ -824,7 +819,7 @@ static int keys_fn(kv_txn *txn, void *arg) {
     row->rev = w->rev;
     row->deleted = w->deleted;
     if (k->include_docs && !w->deleted) {
-      rc = load_doc(txn, &x, row->id, row->id_len, w, k->doc_flags, w, &k->a, &row->doc);
+      rc = load_doc(txn, x, row->id, row->id_len, w, k->doc_flags, w, &k->a, &row->doc);
       if (rc) return rc;
     }
   }
@@ -839,7 +834,7 @@ int store_all_docs_keys(store_db *db, const char *const *keys, const size_t *key
   for (size_t i = 0; !rc && i < n;) {
     k.from = i;
     k.to = i + (include_docs ? 100 : 1000) < n ? i + (include_docs ? 100 : 1000) : n;
-    st_op op = {.fn = keys_fn, .arg = &k};
+    st_op op = {.dbfn = keys_fn, .db = db, .arg = &k};
     rc = st_run(db->s, &op);
     for (size_t j = k.from; !rc && j < k.to; j++) rc = cb(arg, &k.rows[j - k.from]);
     i = k.to;
@@ -971,12 +966,7 @@ static int rank_same_seq(const st_rank *rk, const struct rank_arg *a) {
   return rk && rk->seq_found == a->seq_found && rk->seq_len == a->seq_len && !memcmp(rk->seq, a->seq, a->seq_len);
 }
 
-static int seq_fn(kv_txn *txn, void *arg) {
-  struct rank_arg *a = arg;
-  st_dbx x;
-  int rc = st_db_check(a->db, txn, &x);
-  return rc ? rc : seq_read(txn, &x, a);
-}
+static int seq_fn(kv_txn *txn, const st_dbx *x, void *arg) { return seq_read(txn, x, arg); }
 
 /* bytes a < b, as DocIDs sort */
 static int id_less(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
@@ -984,11 +974,9 @@ static int id_less(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
   return c < 0 || (c == 0 && al < bl);
 }
 
-static int rank_fn(kv_txn *txn, void *arg) {
+static int rank_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct rank_arg *a = arg;
-  st_dbx x;
-  int rc = st_db_check(a->db, txn, &x);
-  if (!rc) rc = seq_read(txn, &x, a);
+  int rc = seq_read(txn, x, a);
   if (rc) return rc;
   store_db *db = a->db;
   int64_t base = 0, total = 0;
@@ -1028,9 +1016,9 @@ static int rank_fn(kv_txn *txn, void *arg) {
     buf_init(&b);
     buf_init(&e);
     tup_w w;
-    st_key_db(&x, &pfx, &w, ST_SUB_REV);
-    st_key_doc(&x, &b, &w, ST_SUB_REV, (const char *)a->from.p, a->from.len);
-    st_key_doc(&x, &e, &w, ST_SUB_REV, a->id, a->id_len);
+    st_key_db(x, &pfx, &w, ST_SUB_REV);
+    st_key_doc(x, &b, &w, ST_SUB_REV, (const char *)a->from.p, a->from.len);
+    st_key_doc(x, &e, &w, ST_SUB_REV, a->id, a->id_len);
     if (a->descending) buf_putc(&e, 0xff); /* past every key of id */
     rc = buf_error(&pfx) || buf_error(&b) || buf_error(&e) || buf_error(&a->from) ? DV_ENOMEM
                                                                                   : count_live(txn, pfx.len, &b, &e, &n);
@@ -1094,7 +1082,7 @@ static int rank_build(struct rank_arg *a) {
   buf_init(&b.ids);
   int rc = store_all_docs(a->db, STORE_ALL, &all, 0, 0, rank_build_cb, &b);
   struct rank_arg after = {.db = a->db};
-  st_op op = {.fn = seq_fn, .arg = &after};
+  st_op op = {.dbfn = seq_fn, .db = a->db, .arg = &after};
   if (!rc) rc = st_run(a->db->s, &op);
   st_rank *rk = NULL;
   if (!rc && after.seq_found == a->seq_found && after.seq_len == a->seq_len &&
@@ -1145,7 +1133,7 @@ static int rank_seen(struct rank_arg *a) {
 int store_doc_rank(store_db *db, const char *id, size_t id_len, int descending, int64_t *out) {
   struct rank_arg a = {.db = db, .id = id, .id_len = id_len, .descending = descending};
   buf_init(&a.from);
-  st_op op = {.fn = rank_fn, .arg = &a};
+  st_op op = {.dbfn = rank_fn, .db = db, .arg = &a};
   int rc = st_run(db->s, &op);
   if (!rc && a.state == RANK_BUILD) {
     rc = rank_build(&a);
@@ -1221,17 +1209,15 @@ static int local_text(kv_txn *txn, const st_dbx *x, const char *id, size_t id_le
   return rc ? rc : buf_error(out);
 }
 
-static int local_get_fn(kv_txn *txn, void *arg) {
+static int local_get_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct local_arg *l = arg;
-  st_dbx x;
-  int rc = st_db_check(l->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   int64_t chunks;
   int found;
-  rc = local_head(txn, &x, l->id, l->id_len, 0, &l->rev, &chunks, &found);
+  rc = local_head(txn, x, l->id, l->id_len, 0, &l->rev, &chunks, &found);
   if (rc) return rc;
   if (!found) return DV_ENOT_FOUND;
-  return local_text(txn, &x, l->id, l->id_len, chunks, &l->text);
+  return local_text(txn, x, l->id, l->id_len, chunks, &l->text);
 }
 
 static json_val *local_doc(dv_arena *a, const char *id, size_t id_len, int64_t rev, const dv_buf *text, int *rc) {
@@ -1259,7 +1245,7 @@ static json_val *local_doc(dv_arena *a, const char *id, size_t id_len, int64_t r
 int store_local_get(store_db *db, const char *id, size_t id_len, dv_arena *a, json_val **out) {
   struct local_arg l = {.db = db, .id = id, .id_len = id_len};
   buf_init(&l.text);
-  st_op op = {.fn = local_get_fn, .arg = &l};
+  st_op op = {.dbfn = local_get_fn, .db = db, .arg = &l};
   int rc = st_run(db->s, &op);
   if (!rc) {
     json_val *d = local_doc(a, id, id_len, l.rev, &l.text, &rc);
@@ -1269,14 +1255,12 @@ int store_local_get(store_db *db, const char *id, size_t id_len, dv_arena *a, js
   return rc;
 }
 
-static int local_put_fn(kv_txn *txn, void *arg) {
+static int local_put_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct local_arg *l = arg;
-  st_dbx x;
-  int rc = st_db_check(l->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   int64_t cur = 0, chunks = 0;
   int found;
-  rc = local_head(txn, &x, l->id, l->id_len, 0, &cur, &chunks, &found);
+  rc = local_head(txn, x, l->id, l->id_len, 0, &cur, &chunks, &found);
   if (rc) return rc;
   if (l->deleted && !found) return DV_ENOT_FOUND;
   if (l->strict && (found ? cur != l->rev : l->rev != 0)) return DV_ECONFLICT;
@@ -1284,7 +1268,7 @@ static int local_put_fn(kv_txn *txn, void *arg) {
   buf_init(&k);
   buf_init(&e);
   buf_init(&v);
-  local_key(&x, &k, l->id, l->id_len);
+  local_key(x, &k, l->id, l->id_len);
   buf_append(&e, k.p, k.len);
   buf_putc(&e, 0xff);
   rc = buf_error(&k) || buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, k.p, k.len, e.p, e.len);
@@ -1310,7 +1294,7 @@ static int local_put_fn(kv_txn *txn, void *arg) {
   buf_free(&k);
   buf_free(&e);
   buf_free(&v);
-  if (!rc) rc = st_txid_write(x.s, txn, l->op);
+  if (!rc) rc = st_txid_write(x->s, txn, l->op);
   return rc;
 }
 
@@ -1321,7 +1305,7 @@ int store_local_put(store_db *db, const char *id, size_t id_len, const json_val 
   static const json_val empty_obj = {.type = JSON_OBJECT};
   if (!body) body = &empty_obj;
   if (body->type != JSON_OBJECT) return DV_ENOT_OBJECT;
-  st_op op = {.fn = local_put_fn, .use_txid = 1};
+  st_op op = {.dbfn = local_put_fn, .db = db, .use_txid = 1};
   struct local_arg l = {.db = db, .op = &op, .id = id, .id_len = id_len, .rev = rev, .deleted = deleted,
                         .strict = flags & STORE_LOCAL_STRICT};
   op.arg = &l;
@@ -1351,7 +1335,7 @@ struct llist_arg {
   int have_cont0;
 };
 
-static int llist_fn(kv_txn *txn, void *arg) {
+static int llist_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct llist_arg *g = arg;
   g->skip = g->skip0;
   g->left = g->left0;
@@ -1361,16 +1345,14 @@ static int llist_fn(kv_txn *txn, void *arg) {
   arena_reset(&g->a);
   g->n = 0;
   g->more = 0;
-  st_dbx x;
-  int rc = st_db_check(g->db, txn, &x);
-  if (rc) return rc;
+  int rc = 0;
   dv_buf pfx, b, e, tx;
   buf_init(&pfx);
   buf_init(&b);
   buf_init(&e);
   buf_init(&tx);
   tup_w w;
-  st_key_db(&x, &pfx, &w, ST_SUB_LOCAL);
+  st_key_db(x, &pfx, &w, ST_SUB_LOCAL);
   rc = st_range_bounds(&pfx, g->r, &b, &e);
   if (!rc && g->have_cont) {
     dv_buf *side = g->r->descending ? &e : &b;
@@ -1413,7 +1395,7 @@ static int llist_fn(kv_txn *txn, void *arg) {
     row->rev.len = (uint32_t)rl;
     if (!row->rev.h) { rc = DV_ENOMEM; break; }
     if (g->include_docs) {
-      rc = local_text(txn, &x, ids, id.s_len, ch.i64, &tx);
+      rc = local_text(txn, x, ids, id.s_len, ch.i64, &tx);
       if (!rc) row->doc = local_doc(&g->a, ids, id.s_len, rv.i64, &tx, &rc);
     }
   }
@@ -1436,7 +1418,7 @@ static int local_list(store_db *db, const store_range *r, int include_docs, stor
     buf_reset(&g.cont0);
     buf_append(&g.cont0, g.cont.p, g.cont.len);
     g.have_cont0 = g.have_cont;
-    st_op op = {.fn = llist_fn, .arg = &g};
+    st_op op = {.dbfn = llist_fn, .db = db, .arg = &g};
     rc = st_run(db->s, &op);
     for (int i = 0; !rc && i < g.n; i++) rc = cb(arg, &g.rows[i]);
     if (rc || !g.more || g.left == 0) break;

@@ -1,5 +1,5 @@
 /* store.c — the store's frame: opening, keys, revision ids, sequences,
- * the transaction loop with transaction ids, the background thread.
+ * the transaction loop with transaction ids.
  *
  * Transaction ids (seed 004, DESIGN.md "commit_unknown_result"): st_run
  * mints a TxId once per logical operation. The operation's function writes
@@ -8,11 +8,11 @@
  * (non-snapshot, so a late commit of the earlier attempt makes this one
  * conflict): present means the earlier attempt committed and its kept
  * results are the answer. Buckets are unix minutes; the background thread
- * drops buckets older than an hour with one clear_range, which is safe to
- * run in every process at once.
+ * (bg.c) drops buckets older than an hour with one clear_range, which is
+ * safe to run in every process at once.
  *
  * Not here: database handles (db.c), edits (edit.c), reads (read.c),
- * _db_updates (dbupd.c).
+ * _db_updates (dbupd.c), the background thread (bg.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +63,8 @@ void st_count_read(size_t kvs) {
   tls_stats.round_trips++;
   tls_stats.kvs += kvs;
 }
+void st_count_old_body(void) { tls_stats.old_bodies++; }
+
 void store_read_stats_get(store_read_stats *out) { *out = tls_stats; }
 void store_read_stats_reset(void) { memset(&tls_stats, 0, sizeof tls_stats); }
 
@@ -340,7 +342,13 @@ int st_run(store *s, st_op *op) {
         break;
       }
     }
-    if (!rc) rc = op->fn(txn, op->arg);
+    if (!rc && op->db) {
+      st_dbx x;
+      rc = st_db_check(op->db, txn, &x);
+      if (!rc) rc = op->dbfn(txn, &x, op->arg);
+    } else if (!rc) {
+      rc = op->fn(txn, op->arg);
+    }
     if (!rc) rc = kv_commit(txn);
     if (!rc) break;
     if (dv_err_maybe_committed(rc)) {
@@ -443,29 +451,6 @@ static int config_fn(kv_txn *txn, void *arg) {
   return rc;
 }
 
-static void *bg_main(void *arg) {
-  store *s = arg;
-  pthread_mutex_lock(&s->bg_mu);
-  while (!s->bg_stop) {
-    pthread_mutex_unlock(&s->bg_mu);
-    int n = store_db_updates_consume(s);
-    int64_t minute = st_now_ms() / 60000;
-    if (minute != s->last_cleanup) {
-      if (!st_txid_cleanup(s) && st_att_sweep(s, st_now_ms()) >= 0) s->last_cleanup = minute;
-    }
-    pthread_mutex_lock(&s->bg_mu);
-    if (s->bg_stop) break;
-    if (n > 0) continue; /* more may be waiting */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 100 * 1000000;
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &ts);
-  }
-  pthread_mutex_unlock(&s->bg_mu);
-  return NULL;
-}
-
 int store_open(kv_db *kv, const store_opts *opts, store **out) {
   store_opts o = {0};
   if (opts) o = *opts;
@@ -490,8 +475,6 @@ int store_open(kv_db *kv, const store_opts *opts, store **out) {
   s->root_len = b.len;
   buf_free(&b);
   pthread_mutex_init(&s->mu, NULL);
-  pthread_mutex_init(&s->bg_mu, NULL);
-  pthread_cond_init(&s->bg_cv, NULL);
   st_random(s->owner, 16);
   struct cfg_arg c = {s, o.db_updates_partitions > 0 ? o.db_updates_partitions : 4, 0};
   if (c.want > 1024) c.want = 1024;
@@ -505,40 +488,24 @@ int store_open(kv_db *kv, const store_opts *opts, store **out) {
     rc = DV_ENOMEM;
     goto fail;
   }
-  if (o.background) {
-    if (pthread_create(&s->bg, NULL, bg_main, s)) {
-      rc = DV_ENOMEM;
-      goto fail;
-    }
-    s->bg_started = 1;
-  }
+  if (o.background && (rc = st_bg_start(s))) goto fail;
   *out = s;
   return 0;
 fail:
   dv_free(s->dbu_cursor);
   pthread_mutex_destroy(&s->mu);
-  pthread_mutex_destroy(&s->bg_mu);
-  pthread_cond_destroy(&s->bg_cv);
   dv_free(s);
   return rc;
 }
 
 void store_close(store *s) {
   if (!s) return;
-  if (s->bg_started) {
-    pthread_mutex_lock(&s->bg_mu);
-    s->bg_stop = 1;
-    pthread_cond_signal(&s->bg_cv);
-    pthread_mutex_unlock(&s->bg_mu);
-    pthread_join(s->bg, NULL);
-  }
+  st_bg_stop(s);
   st_db_free_all(s);
   for (int p = 0; p < s->partitions; p++) buf_free(&s->dbu_cursor[p]);
   dv_free(s->dbu_cursor);
   pthread_mutex_destroy(&s->dbu_mu);
   pthread_mutex_destroy(&s->mu);
-  pthread_mutex_destroy(&s->bg_mu);
-  pthread_cond_destroy(&s->bg_cv);
   dv_free(s);
 }
 

@@ -32,6 +32,7 @@
 #include "util/arena.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "store/hooks.h"
 
 typedef struct store store;       /* one per process and kv_db */
 typedef struct store_db store_db; /* a database handle (cached, refcounted) */
@@ -277,7 +278,10 @@ typedef struct store_edit {
                               name absent here is dropped); NULL = none */
   size_t n_atts;
   /* results */
-  int rc;                  /* 0, or DV_ECONFLICT, DV_EDOC_TOO_LARGE, … */
+  int rc;                  /* 0, or DV_ECONFLICT, DV_EDOC_TOO_LARGE, …, or a
+                              validator's refusal (DV_EFORBIDDEN, …) */
+  const char *why;         /* a validator's reason for rc (in the wctx's
+                              arena), NULL when rc's own reason applies */
   store_rev rev;           /* the revision written (or path[0]) */
   uint8_t rev_buf[16];     /* holds rev.h of a new interactive revision
                               (so rev.h points into this struct: copy the
@@ -300,18 +304,26 @@ typedef struct store_edit {
  * e->id NULL (the caller mints one). */
 int store_edit_from_json(dv_arena *a, const json_val *doc, int new_edits, store_edit *e) DV_MUST_CHECK;
 
-/* Check a document id: non-empty, valid UTF-8, at most STORE_MAX_DOCID
- * bytes, not starting with '_' unless "_design/…" (or "_local/…" when
- * local is 1). DV_EBAD_DOCID otherwise. */
+/* couch_doc:validate_docid (name.c): NULL when the id is good — non-empty,
+ * valid UTF-8, at most STORE_MAX_DOCID bytes, not starting with '_' unless
+ * "_design/…" (or "_local/…" when local is 1) — else CouchDB's reason
+ * (static): "Document id must not be empty", "Illegal document id
+ * `_design/`", "Illegal document id `_local/`" (local only), "Document id
+ * is too long", "Document id must be valid UTF-8", "Only reserved document
+ * ids may start with underscore.". The HTTP layer answers 400
+ * illegal_docid with it. */
+const char *store_docid_problem(const char *id, size_t len, int local);
+/* The same as a code: 0 or DV_EBAD_DOCID. */
 int store_docid_check(const char *id, size_t len, int local);
 
-/* Apply edits. new_edits = 1: interactive (CouchDB PUT/POST/_bulk_docs);
+/* Apply edits as w says who writes (NULL: the server itself, no
+ * validator runs; hooks.h). new_edits = 1: interactive (CouchDB PUT/POST/_bulk_docs);
  * 0: replication (store the given paths, merge into the trees). Edits are
  * grouped into transactions by encoded size; each document's edit is
  * atomic, the request as a whole is not. A second edit of the same id in
  * one call gets DV_ECONFLICT. Returns 0 when every edit got its own rc, or
  * a request-wide error (DV_ENO_DB, kv errors). */
-int store_update(store_db *db, store_edit *edits, size_t n, int new_edits) DV_MUST_CHECK;
+int store_update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits) DV_MUST_CHECK;
 
 /* ---- reading documents -------------------------------------------------- */
 
@@ -519,6 +531,7 @@ int store_server_uuid(store *s, char out[33]) DV_MUST_CHECK;
 typedef struct store_read_stats {
   uint64_t round_trips; /* point or range reads issued */
   uint64_t kvs;         /* KVs returned by them */
+  uint64_t old_bodies;  /* old documents' bodies read for validators (hooks.h) */
 } store_read_stats;
 
 void store_read_stats_get(store_read_stats *out);

@@ -88,6 +88,8 @@ struct store_db {
   int mdv_found;          /* 0: the key was absent then */
   int dead;               /* 1: deleted (prefix no longer named) */
   struct st_rank *rank;   /* _all_docs offsets (read.c), under mu */
+  uint64_t meta_gen;      /* +1 each time st_db_check reloads the cache (mdv moved) */
+  struct st_hooks *hooks; /* the write hooks loaded at meta_gen (hooks.c), under mu */
 };
 
 struct store {
@@ -99,7 +101,7 @@ struct store {
   pthread_mutex_t mu;     /* guards tab */
   store_db *tab[256];     /* handle cache, hashed by name */
   uint8_t owner[16];      /* this process's lease owner id */
-  pthread_t bg;           /* background thread */
+  pthread_t bg;           /* background thread (bg.c) */
   int bg_started;
   int bg_stop;            /* under bg_mu */
   pthread_mutex_t bg_mu;
@@ -107,6 +109,8 @@ struct store {
   int64_t last_cleanup;   /* unix minutes of the last TxId cleanup */
   pthread_mutex_t dbu_mu; /* one consumer at a time in this process; guards dbu_cursor */
   dv_buf *dbu_cursor;     /* per partition: the last queue key this process consumed (dbupd.c) */
+  store_hooks_provider hp; /* the write hooks' provider (hooks.c), under mu */
+  uint64_t hp_gen;        /* +1 per store_set_hooks, under mu */
 };
 
 /* ---- keys ---------------------------------------------------------------- */
@@ -217,6 +221,10 @@ int st_update_seq_put(kv_txn *txn, const st_dbx *x, uint16_t uv) DV_MUST_CHECK;
  * maybe-committed, and brings them back with `restore`. */
 typedef struct st_op {
   int (*fn)(kv_txn *txn, void *arg);  /* one attempt; 0 to commit */
+  /* or, for an operation on one database: st_run checks db in each
+   * attempt (st_db_check) and hands dbfn the checked database */
+  int (*dbfn)(kv_txn *txn, const st_dbx *x, void *arg);
+  store_db *db;
   void (*keep)(void *arg);            /* optional: save this attempt's results */
   void (*restore)(void *arg);         /* optional: bring the saved ones back */
   int64_t *result;                    /* optional: the one number fn reports */
@@ -228,6 +236,7 @@ typedef struct st_op {
   int committed_before;               /* out: 1 if an earlier attempt's TxId was found */
 } st_op;
 
+/* Run op: fn, or (op->db set) st_db_check then dbfn, in each attempt. */
 int st_run(store *s, st_op *op) DV_MUST_CHECK;
 /* Write op's TxId key in txn (fn calls this in every attempt). */
 int st_txid_write(store *s, kv_txn *txn, const st_op *op) DV_MUST_CHECK;
@@ -254,6 +263,33 @@ void st_count_read(size_t kvs);
 void st_le64(int64_t v, uint8_t out[8]);
 int64_t st_le64_get(const uint8_t *p, size_t n);
 int st_counter_add(kv_txn *txn, const st_dbx *x, const char *name, int64_t delta) DV_MUST_CHECK;
+
+/* ---- write hooks (hooks.c) ------------------------------------------------------- */
+
+typedef struct st_hooks st_hooks;
+/* The handle's hook table for this transaction (after st_db_check), a
+ * reference the caller drops with st_hooks_put; *out NULL when no provider
+ * is registered. Errors: the provider's, DV_ENOMEM. */
+int st_hooks_get(store_db *db, st_hooks **out) DV_MUST_CHECK;
+void st_hooks_put(st_hooks *h); /* NULL is fine */
+/* 1 when validators would run for a write with context w. */
+int st_hooks_validating(const st_hooks *h, const store_wctx *w);
+/* Run the validators on edit e (parent: the rev it names; old: the leaf it
+ * replaces, NULL when none; its body is read only if a validator asks). A
+ * refusal sets e->rc, e->why and *refused; other errors are returned. */
+int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const st_dbx *x, store_edit *e,
+                      const store_rev *parent, const st_branch *old, dv_arena *a, int *refused) DV_MUST_CHECK;
+/* The winner of document id changed from old_w (NULL: new document) to
+ * new_w (NULL: purged away); new_body: its user body when at hand (an
+ * edit's own new leaf), else NULL. index_update, if any. */
+int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
+                   const st_branch *old_w, const st_branch *new_w, const json_val *new_body) DV_MUST_CHECK;
+/* A leaf as a document {"_id","_rev",["_deleted"],body…,["_attachments"]}
+ * (read.c), in the arena. */
+int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
+                json_val **out) DV_MUST_CHECK;
+/* Count a lazy old-body read (store_read_stats.old_bodies). */
+void st_count_old_body(void);
 
 /* ---- attachments (att.c) ------------------------------------------------------ */
 
@@ -286,6 +322,11 @@ int st_upload_done(const store_att_upload *u, int64_t *len, uint8_t md5[16]) DV_
 void st_upload_set_linked(store_att_upload *u);
 /* Clear expired unlinked uploads (a batch); the number cleared or an error. */
 int st_att_sweep(store *s, int64_t now_ms);
+
+/* The background thread (bg.c): start (DV_ENOMEM when it cannot), and
+ * stop and join it (a no-op when it never started). */
+int st_bg_start(store *s) DV_MUST_CHECK;
+void st_bg_stop(store *s);
 
 /* Background work, called by the store's thread. */
 int st_txid_cleanup(store *s) DV_MUST_CHECK;

@@ -81,7 +81,12 @@
   X(MISSING_STUB,  -4015, 412, "missing_stub", "Invalid attachment stub.", 0)    \
   X(ATT_TOO_LARGE, -4016, 413, "attachment_too_large", "Attachment exceeds the maximum attachment size.", 0) \
   X(BAD_ATT,       -4017, 400, "bad_request", "Invalid attachment.", 0)          \
-  X(ATT_GONE,      -4018, 409, "conflict", "The attachment's revision was replaced while it was read.", 0)
+  X(ATT_GONE,      -4018, 409, "conflict", "The attachment's revision was replaced while it was read.", 0) \
+  /* a write hook's refusal (store/hooks.h): the edit's why is the reason */ \
+  X(FORBIDDEN,     -4019, 403, "forbidden", "Forbidden.", 0)                      \
+  X(UNAUTHORIZED,  -4020, 401, "unauthorized", "Unauthorized.", 0)                \
+  X(VDU_TYPEERROR, -4021, 500, "TypeError", "The validation function failed.", 0) \
+  X(VDU_UNKNOWN,   -4022, 500, "unknown_error", "function_clause", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),

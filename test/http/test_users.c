@@ -68,10 +68,22 @@ static const char *str(const json_val *o, const char *k) {
   return arena_strndup(&A, v->u.s, v->len);
 }
 
+/* Every write is checked twice: by users_check_write, and as the store's
+ * hooks run it — users_before_write before the write, users_validate on its
+ * result in the edit — which must answer the same. */
 static int write_as(const users_ctx *u, const char *id, const char *doc, const char *old,
                     json_val **out, users_err *e) {
   memset(e, 0, sizeof *e);
-  return users_check_write(&A, u, id, strlen(id), J(doc), J(old), "sha256", 10, out, e);
+  int rc = users_check_write(&A, u, id, strlen(id), J(doc), J(old), "sha256", 10, out, e);
+  json_val *pre = NULL;
+  users_err e2 = {0};
+  int rc2 = users_before_write(&A, u, id, strlen(id), J(doc), "sha256", 10, &pre);
+  if (!rc2) rc2 = users_validate(&A, u, id, strlen(id), pre, J(old), "sha256", 10, &e2);
+  ASSERTF(rc == rc2 && e->status == e2.status && (!e->reason) == (!e2.reason) &&
+              (!e->reason || !strcmp(e->reason, e2.reason)),
+          "write %s %s as %s: users_check_write %d %d \"%s\", split %d %d \"%s\"", id, doc, who(u), rc,
+          e->status, e->reason ? e->reason : "-", rc2, e2.status, e2.reason ? e2.reason : "-");
+  return rc;
 }
 
 /* The write is accepted; returns *out. */

@@ -212,7 +212,7 @@ int storet_put(store_db *db, dv_arena *a, const char *id, const char *body_json,
   e.body = body_json ? storet_json(a, body_json) : NULL;
   e.deleted = deleted;
   if (parent) e.parent = storet_rev(a, parent);
-  int rc = store_update(db, &e, 1, 1);
+  int rc = store_update(db, NULL, &e, 1, 1);
   ASSERTF(rc == 0, "store_update %s: %s (%d)", id, dv_err_name(rc), rc);
   if (e.rc == 0 && out_rev) *out_rev = storet_rev_dup(a, &e.rev);
   return e.rc;
@@ -226,7 +226,7 @@ int storet_put_doc(store_db *db, dv_arena *a, const char *doc_json, int new_edit
   int rc = store_edit_from_json(a, doc, new_edits, &e);
   ASSERTF(rc == 0, "store_edit_from_json: %s (%d): %.200s", dv_err_name(rc), rc, doc_json);
   ASSERTF(e.id != NULL, "document without _id: %.200s", doc_json);
-  rc = store_update(db, &e, 1, new_edits);
+  rc = store_update(db, NULL, &e, 1, new_edits);
   ASSERTF(rc == 0, "store_update: %s (%d)", dv_err_name(rc), rc);
   if (e.rc == 0 && out_rev) *out_rev = storet_rev_dup(a, &e.rev);
   return e.rc;

@@ -33,7 +33,7 @@ static int put_atts(storet *t, const char *id, const char *parent, store_att *at
   if (parent) e.parent = storet_rev(&t->a, parent);
   e.atts = atts;
   e.n_atts = n;
-  ASSERT_OK(store_update(t->db, &e, 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &e, 1, 1));
   if (!e.rc && out) *out = storet_rev_dup(&t->a, &e.rev);
   return e.rc;
 }

@@ -93,7 +93,7 @@ static void *writer_main(void *arg) {
     char id[32];
     snprintf(id, sizeof id, "w%ld", w->next_id++);
     store_edit e = {.id = id, .id_len = strlen(id)};
-    rc = store_update(h, &e, 1, 1);
+    rc = store_update(h, NULL, &e, 1, 1);
     if (rc == DV_ENO_DB) { /* the cached handle died: never a write under it */
       w->no_db++;
       store_db_close(h);
@@ -141,7 +141,7 @@ TEST(fdb_store_coherence) {
   ASSERT_OK(store_db_delete(s1, "db"));
   ASSERT_OK(store_db_create(s1, "db"));
   store_edit e = {.id = "c", .id_len = 1};
-  ASSERT_EQ(store_update(h2, &e, 1, 1), DV_ENO_DB);
+  ASSERT_EQ(store_update(h2, NULL, &e, 1, 1), DV_ENO_DB);
   json_val *doc;
   ASSERT_EQ(storet_get(h2, &a, "a", NULL, 0, &doc), DV_ENO_DB);
   ASSERT_EQ(keys_under_prefix(kv2, p0), 0);
@@ -294,7 +294,7 @@ TEST(fdb_store_fault_run) {
        * tombstone is a conflict); the new rev extends it (seed 000). */
       if (d->exists && !d->deleted) e[i].parent = storet_rev(&a, d->rev);
     }
-    int rc = store_update(h, e, (size_t)b, 1);
+    int rc = store_update(h, NULL, e, (size_t)b, 1);
     edits += b;
     if (!rc) {
       for (int i = 0; i < b; i++) {

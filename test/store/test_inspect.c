@@ -20,7 +20,7 @@ static store_rev put(store_db *db, const char *txt, int new_edits) {
   store_edit ed;
   ASSERT_OK(json_parse(&a, txt, strlen(txt), NULL, &v, &e));
   ASSERT_OK(store_edit_from_json(&a, v, new_edits, &ed));
-  ASSERT_OK(store_update(db, &ed, 1, new_edits));
+  ASSERT_OK(store_update(db, NULL, &ed, 1, new_edits));
   ASSERT_OK(ed.rc);
   store_rev r = ed.rev;
   r.h = arena_memdup(&a, ed.rev.h, ed.rev.len);

@@ -967,7 +967,7 @@ static void sweep(mdoc *d) {
     e.id_len = strlen(d->id);
     e.deleted = 1;
     e.parent = (store_rev){g.parent.pos, g.parent.h, HLEN, 0};
-    int rc = store_update(M->st->db, &e, 1, 1);
+    int rc = store_update(M->st->db, NULL, &e, 1, 1);
     MCHECK(d, rc == 0, "store_update (sweep): %s", dv_err_name(rc));
     M->n_edits++;
     apply_interactive(&g, &e);
@@ -1032,7 +1032,7 @@ static void one_call(void) {
     used++;
   }
   if (!used) { free(g); free(e); return; }
-  int rc = store_update(M->st->db, e, used, repl ? 0 : 1);
+  int rc = store_update(M->st->db, NULL, e, used, repl ? 0 : 1);
   MCHECK(g[0].d, rc == 0, "store_update (%zu edits, new_edits=%d): %s", used, !repl, dv_err_name(rc));
   M->n_edits += (long)used;
   for (size_t i = 0; i < used; i++) {

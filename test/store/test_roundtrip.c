@@ -338,7 +338,7 @@ TEST(store_roundtrip) {
       ASSERT(e[k].id && e[k].id_len == strlen(d[k].id) && !memcmp(e[k].id, d[k].id, e[k].id_len));
       d[k].want = storet_body(a, doc);
     }
-    ASSERT_OK(store_update(t->db, e, n, 1));
+    ASSERT_OK(store_update(t->db, NULL, e, n, 1));
     calls++;
     for (size_t k = 0; k < n; k++) {
       ASSERTF(e[k].rc == 0, "%s: rc %s", d[k].id, dv_err_name(e[k].rc));
@@ -375,7 +375,7 @@ TEST(store_roundtrip) {
     store_edit e;
     json_val *doc = doc_edit(a, (const char *)b.p, b.len, &e);
     ASSERT_EQ(e.parent.pos, 1);
-    ASSERT_OK(store_update(t->db, &e, 1, 1));
+    ASSERT_OK(store_update(t->db, NULL, &e, 1, 1));
     ASSERTF(e.rc == 0, "%s: update: %s", d.id, dv_err_name(e.rc));
     ASSERT_EQ(e.rev.pos, 2);
     d.rev = storet_rev_dup(a, &e.rev);
@@ -408,7 +408,7 @@ static void roundtrip_one(storet *t, const char *text, size_t len) {
   dv_arena *a = &t->a;
   store_edit e;
   json_val *doc = doc_edit(a, text, len, &e);
-  ASSERT_OK(store_update(t->db, &e, 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &e, 1, 1));
   ASSERTF(e.rc == 0, "%.*s: rc %s", (int)(e.id_len), e.id, dv_err_name(e.rc));
   rdoc d;
   memset(&d, 0, sizeof d);
@@ -554,7 +554,7 @@ TEST(store_doc_too_large) {
     e[i].id_len = strlen(ids[i]);
     e[i].body = sized_body(a, sizes[i]);
   }
-  ASSERT_OK(store_update(t->db, e, 3, 1));
+  ASSERT_OK(store_update(t->db, NULL, e, 3, 1));
   ASSERTF(e[0].rc == 0, "a body of exactly max_document_size: %s", dv_err_name(e[0].rc));
   ASSERTF(e[1].rc == DV_EDOC_TOO_LARGE, "one byte over max_document_size: %s", dv_err_name(e[1].rc));
   ASSERTF(e[2].rc == 0, "a body of exactly max_document_size after a refused one: %s", dv_err_name(e[2].rc));
@@ -580,7 +580,7 @@ TEST(store_doc_too_large) {
                        storet_rev(a, "1-fedcba9876543210fedcba9876543210")};
   r.path = path;
   r.path_len = 2;
-  ASSERT_OK(store_update(t->db, &r, 1, 0));
+  ASSERT_OK(store_update(t->db, NULL, &r, 1, 0));
   ASSERTF(r.rc == DV_EDOC_TOO_LARGE, "replicated doc over the limit: %s", dv_err_name(r.rc));
   expect_absent(t, "repl-over", &before, rows);
 
@@ -593,7 +593,7 @@ TEST(store_doc_too_large) {
   u.id_len = strlen(u.id);
   u.body = sized_body(a, 10001);
   u.parent = storet_doc_rev(a, old);
-  ASSERT_OK(store_update(t->db, &u, 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &u, 1, 1));
   ASSERTF(u.rc == DV_EDOC_TOO_LARGE, "update over the limit: %s", dv_err_name(u.rc));
   json_val *now;
   ASSERT_OK(storet_get(t->db, a, "before", NULL, 0, &now));
@@ -634,7 +634,7 @@ TEST(store_doc_txn_budget) {
   e[2].id_len = 4;
   e[2].body = storet_json(a, "{\"b\":{}}");
   double t0 = storet_now();
-  ASSERT_OK(store_update(t->db, e, 3, 1));
+  ASSERT_OK(store_update(t->db, NULL, e, 3, 1));
   printf("store_update with a 400,000-zero array: %.2f s\n", storet_now() - t0);
   ASSERTF(e[1].rc == DV_EDOC_TOO_LARGE, "exploded doc past the transaction budget: %s", dv_err_name(e[1].rc));
   ASSERTF(e[0].rc == 0 && e[2].rc == 0, "the other edits of the call: %s, %s", dv_err_name(e[0].rc),
@@ -645,7 +645,7 @@ TEST(store_doc_txn_budget) {
   expect_absent(t, "zeros", &info, rows + 2);
   /* alone in its call, too */
   doc_edit(a, (const char *)b.p, b.len, &e[1]);
-  ASSERT_OK(store_update(t->db, &e[1], 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &e[1], 1, 1));
   ASSERTF(e[1].rc == DV_EDOC_TOO_LARGE, "alone: %s", dv_err_name(e[1].rc));
   expect_absent(t, "zeros", &info, rows + 2);
   /* a smaller array of zeros that fits goes in and comes back */
@@ -672,7 +672,7 @@ TEST(store_doc_path_too_long) {
   buf_puts(&b, "\":1}");
   store_edit e;
   doc_edit(a, (const char *)b.p, b.len, &e);
-  ASSERT_OK(store_update(t->db, &e, 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &e, 1, 1));
   ASSERTF(e.rc == DV_EPATH_TOO_LONG, "10,001-byte key: %s", dv_err_name(e.rc));
   expect_absent(t, "longkey", &before, rows);
   /* a long key deep inside, with an empty object (a marker KV) under it */
@@ -683,7 +683,7 @@ TEST(store_doc_path_too_long) {
   for (int k = 0; k < 5000; k++) buf_putc(&b, (uint8_t)('A' + k % 26));
   buf_puts(&b, "\":{}}}}]}");
   doc_edit(a, (const char *)b.p, b.len, &e);
-  ASSERT_OK(store_update(t->db, &e, 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &e, 1, 1));
   ASSERTF(e.rc == DV_EPATH_TOO_LONG, "11,000-byte nested path: %s", dv_err_name(e.rc));
   expect_absent(t, "longkey2", &before, rows);
   /* nesting: 900 objects under 12-byte keys */
@@ -694,7 +694,7 @@ TEST(store_doc_path_too_long) {
   for (int k = 0; k < 900; k++) buf_putc(&b, '}');
   buf_putc(&b, '}');
   doc_edit(a, (const char *)b.p, b.len, &e);
-  ASSERT_OK(store_update(t->db, &e, 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &e, 1, 1));
   ASSERTF(e.rc == DV_EPATH_TOO_LONG, "900 levels of 12-byte keys: %s", dv_err_name(e.rc));
   expect_absent(t, "deeppath", &before, rows);
   /* in a call with good edits, with new_edits=false too */
@@ -712,7 +712,7 @@ TEST(store_doc_path_too_long) {
   m[1].path = &p1;
   m[2].path = &p2;
   m[0].path_len = m[1].path_len = m[2].path_len = 1;
-  ASSERT_OK(store_update(t->db, m, 3, 0));
+  ASSERT_OK(store_update(t->db, NULL, m, 3, 0));
   ASSERTF(m[1].rc == DV_EPATH_TOO_LONG, "replicated: %s", dv_err_name(m[1].rc));
   ASSERTF(m[0].rc == 0 && m[2].rc == 0, "the good ones: %s %s", dv_err_name(m[0].rc), dv_err_name(m[2].rc));
   expect_absent(t, "deeppath", NULL, 0);

@@ -74,7 +74,7 @@ static int put(st *t, const char *doc, store_rev *rev) {
   store_edit e;
   int rc = store_edit_from_json(&t->a, J(t, doc), 1, &e);
   if (rc) return rc;
-  ASSERT_OK(store_update(t->db, &e, 1, 1));
+  ASSERT_OK(store_update(t->db, NULL, &e, 1, 1));
   if (!e.rc && rev) {
     *rev = e.rev; /* rev.h points into e: copy the bytes out */
     rev->h = arena_memdup(&t->a, e.rev.h, e.rev.len);
@@ -86,7 +86,7 @@ static int put_repl(st *t, const char *doc) {
   store_edit e;
   int rc = store_edit_from_json(&t->a, J(t, doc), 0, &e);
   if (rc) return rc;
-  ASSERT_OK(store_update(t->db, &e, 1, 0));
+  ASSERT_OK(store_update(t->db, NULL, &e, 1, 0));
   return e.rc;
 }
 
@@ -218,10 +218,10 @@ TEST(store_two_caches) {
   ASSERT_OK(store_db_create(t.s, "db"));
   /* the other cache notices: its handle is dead, a fresh one sees the new db */
   store_edit e = {.id = "b", .id_len = 1};
-  ASSERT_EQ(store_update(h2, &e, 1, 1), DV_ENO_DB);
+  ASSERT_EQ(store_update(h2, NULL, &e, 1, 1), DV_ENO_DB);
   store_db_close(h2);
   ASSERT_OK(store_db_open(s2, "db", &h2));
-  ASSERT_OK(store_update(h2, &e, 1, 1));
+  ASSERT_OK(store_update(h2, NULL, &e, 1, 1));
   ASSERT_OK(e.rc);
   store_db_info in;
   ASSERT_OK(store_db_info_get(h2, &in));
@@ -289,7 +289,7 @@ TEST(store_edit_basics) {
   ASSERT_OK(put(&t, "{\"_id\":\"_design/x\"}", NULL));
   /* two edits of one id in one call: the second conflicts */
   store_edit two[2] = {{.id = "p", .id_len = 1}, {.id = "p", .id_len = 1}};
-  ASSERT_OK(store_update(t.db, two, 2, 1));
+  ASSERT_OK(store_update(t.db, NULL, two, 2, 1));
   ASSERT_OK(two[0].rc);
   ASSERT_EQ(two[1].rc, DV_ECONFLICT);
   store_db_info in;
@@ -375,6 +375,7 @@ TEST(store_read_profile) {
   store_read_stats_get(&s);
   ASSERT_EQ(s.round_trips, 1); /* extend the winner: 1 KV */
   ASSERT_EQ(s.kvs, 1);
+  ASSERT_EQ(s.old_bodies, 0); /* no validator asked for the old body (test_hooks.c) */
   /* a conflict branch: then extending the losing one reads 2 */
   ASSERT_OK(put_repl(&t, "{\"_id\":\"p\",\"_revisions\":{\"start\":2,\"ids\":[\"" H(0) "\",\"" H(0) "\"]}}"));
   ASSERT_OK(put_repl(&t, "{\"_id\":\"p\",\"_revisions\":{\"start\":1,\"ids\":[\"" H(1) "\"]}}"));
@@ -564,7 +565,7 @@ TEST(store_db_updates_feed) {
   store_db *o;
   ASSERT_OK(store_db_open(t.s, "other", &o));
   store_edit e = {.id = "z", .id_len = 1};
-  ASSERT_OK(store_update(o, &e, 1, 1));
+  ASSERT_OK(store_update(o, NULL, &e, 1, 1));
   store_db_close(o);
   ASSERT_OK(store_db_delete(t.s, "other"));
   ASSERT(store_db_updates_consume(t.s) >= 1);
@@ -673,7 +674,7 @@ TEST(store_long_reads) {
     e[i].id = ids[i];
     e[i].id_len = strlen(ids[i]);
   }
-  ASSERT_OK(store_update(t.db, e, N, 1));
+  ASSERT_OK(store_update(t.db, NULL, e, N, 1));
   for (int i = 0; i < N; i++) ASSERT_OK(e[i].rc);
   /* every 7th doc gets two more branches */
   for (int i = 0; i < N; i += 7) {
@@ -728,7 +729,7 @@ TEST(store_background_consumer) {
   store_db *db;
   ASSERT_OK(store_db_open(s, "x", &db));
   store_edit e = {.id = "a", .id_len = 1};
-  ASSERT_OK(store_update(db, &e, 1, 1));
+  ASSERT_OK(store_update(db, NULL, &e, 1, 1));
   int seen = 0;
   for (int i = 0; i < 100 && !seen; i++) {
     dv_buf b;
@@ -788,4 +789,34 @@ TEST(store_txid_cleanup) {
   ASSERT_OK(st_txid_cleanup(t.s));
   ASSERT_EQ(count_txids(&t), before);
   st_down(&t);
+}
+
+/* Document ids: one rule set (name.c), CouchDB's reasons, for every path. */
+TEST(store_docid_rules) {
+  static const struct {
+    const char *id;
+    int local;
+    const char *why; /* NULL: good */
+  } t[] = {
+      {"", 1, "Document id must not be empty"},
+      {"_design/", 1, "Illegal document id `_design/`"},
+      {"_design/", 0, "Illegal document id `_design/`"},
+      {"_local/", 1, "Illegal document id `_local/`"},
+      {"_local/", 0, "Only reserved document ids may start with underscore."},
+      {"_local/x", 0, "Only reserved document ids may start with underscore."},
+      {"_local/x", 1, NULL},
+      {"_design/x", 0, NULL},
+      {"_x", 1, "Only reserved document ids may start with underscore."},
+      {"\xff", 1, "Document id must be valid UTF-8"},
+      {"a", 0, NULL},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    const char *w = store_docid_problem(t[i].id, strlen(t[i].id), t[i].local);
+    ASSERTF(t[i].why ? w && !strcmp(w, t[i].why) : !w, "%s (local %d): %s", t[i].id, t[i].local, w ? w : "ok");
+    ASSERT_EQ(store_docid_check(t[i].id, strlen(t[i].id), t[i].local), t[i].why ? DV_EBAD_DOCID : 0);
+  }
+  char big[STORE_MAX_DOCID + 2];
+  memset(big, 'a', sizeof big);
+  ASSERT_STR_EQ(store_docid_problem(big, STORE_MAX_DOCID + 1, 1), "Document id is too long");
+  ASSERT(!store_docid_problem(big, STORE_MAX_DOCID, 1));
 }

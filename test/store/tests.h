@@ -12,6 +12,7 @@
 /* Only on the fdb backend (test_fdb.c): several processes, a failing cluster. */
 #define STORE_FDB_TESTS(X) \
   X(fdb_store_coherence, 60) \
+  X(fdb_store_hooks_coherence, 30) \
   X(fdb_store_fault_run, 300)
 
 #define STORE_BODY_TESTS(X) \
@@ -26,7 +27,8 @@
   X(body_digest_cases, 10) \
   X(body_json_size, 10) \
   X(body_speed, 30) \
-  X(body_fuzz_smoke, 120)
+  X(body_fuzz_smoke, 120) \
+  X(store_docid_rules, 5)
 
 #define STORE_KV_TESTS(X, R) \
   R(X, store_db_names, 5) \
@@ -35,6 +37,11 @@
   R(X, store_edit_basics, 20) \
   R(X, store_replicated_merge, 20) \
   R(X, store_read_profile, 20) \
+  R(X, store_hooks_validate, 20) \
+  R(X, store_hooks_lazy_old, 20) \
+  R(X, store_hooks_conflict_order, 20) \
+  R(X, store_hooks_index_update, 20) \
+  R(X, store_hooks_reload, 20) \
   R(X, store_changes_alldocs_local, 30) \
   R(X, store_db_updates_feed, 20) \
   R(X, store_commit_unknown, 120) \
