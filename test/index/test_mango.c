@@ -12,21 +12,11 @@
 #include <pthread.h>
 
 #include "index/mango.h"
+#include "idxt.h"
 #include "test.h"
 #include "util/alloc.h"
 
-/* Parse JSON written with ' for " into the arena. */
-static json_val *J(dv_arena *a, const char *text) {
-  size_t n = strlen(text);
-  char *s = arena_alloc(a, n + 1);
-  ASSERT(s != NULL);
-  for (size_t i = 0; i <= n; i++) s[i] = text[i] == '\'' ? '"' : text[i];
-  json_val *v = NULL;
-  json_err e = {0, NULL};
-  int rc = json_parse(a, s, n, NULL, &v, &e);
-  ASSERTF(rc == 0, "bad test JSON (%s at %zu): %s", e.msg, e.offset, text);
-  return v;
-}
+#define J idxt_json
 
 #define DOC                                                                              \
   "{'_id':'doc1','_rev':'1-abc','name':'Paul','age':36,'year':2011,"                     \
