@@ -29,6 +29,19 @@ int storet_kv_open(const char *dir, int sync, kv_db **out_kv) {
   return kv_open_rocks(dir, &ko, out_kv);
 }
 
+void storet_fdb_pair(storet_pair *p) {
+  const char *dir = kvt_newdir("cluster");
+  for (int i = 0; i < 2; i++) {
+    ASSERT_OK(kvt_fdbsim_open(dir, &p->kv[i]));
+    ASSERT_OK(store_open(p->kv[i], NULL, &p->s[i]));
+  }
+}
+
+void storet_fdb_pair_close(storet_pair *p) {
+  for (int i = 0; i < 2; i++) store_close(p->s[i]);
+  for (int i = 0; i < 2; i++) kv_close(p->kv[i]);
+}
+
 storet *storet_open(const store_opts *opts, int sync, const char *dbname) {
   static int n;
   storet *t = calloc(1, sizeof *t);

@@ -39,6 +39,16 @@ int storet_kv_open(const char *dir, int sync, kv_db **out_kv);
  * of the store tests (test_on_fdb.c) set DV_STORE_BACKEND=fdb. */
 int storet_on_fdb(void);
 
+/* Two store instances over one fresh "cluster" of the libfdb_c double,
+ * each with its own kv handle and handle cache: the way several divan
+ * processes share one FoundationDB cluster. Asserts success. */
+typedef struct storet_pair {
+  kv_db *kv[2];  /* one kv_db per instance, over the same double */
+  store *s[2];   /* the two stores */
+} storet_pair;
+void storet_fdb_pair(storet_pair *p);
+void storet_fdb_pair_close(storet_pair *p);
+
 /* Open a fresh kv store in a new directory under test_tmpdir() and a store
  * over it (opts may be NULL). sync = 0 skips the WAL fsync, for tests that
  * do not crash the process. dbname non-NULL: create that database and open

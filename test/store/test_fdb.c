@@ -114,13 +114,9 @@ static void *writer_main(void *arg) {
 }
 
 TEST(fdb_store_coherence) {
-  const char *dir = kvt_newdir("cluster");
-  kv_db *kv1, *kv2;
-  ASSERT_OK(kvt_fdbsim_open(dir, &kv1));
-  ASSERT_OK(kvt_fdbsim_open(dir, &kv2));
-  store *s1, *s2;
-  ASSERT_OK(store_open(kv1, NULL, &s1));
-  ASSERT_OK(store_open(kv2, NULL, &s2));
+  storet_pair pair;
+  storet_fdb_pair(&pair);
+  store *s1 = pair.s[0], *s2 = pair.s[1];
   dv_arena a;
   arena_init(&a, 0);
 
@@ -144,7 +140,7 @@ TEST(fdb_store_coherence) {
   ASSERT_EQ(store_update(h2, NULL, &e, 1, 1), DV_ENO_DB);
   json_val *doc;
   ASSERT_EQ(storet_get(h2, &a, "a", NULL, 0, &doc), DV_ENO_DB);
-  ASSERT_EQ(keys_under_prefix(kv2, p0), 0);
+  ASSERT_EQ(keys_under_prefix(pair.kv[1], p0), 0);
   store_db_close(h2);
   ASSERT_OK(store_db_open(s2, "db", &h2));
   ASSERT_OK(store_db_info_get(h2, &in));
@@ -177,7 +173,7 @@ TEST(fdb_store_coherence) {
     pthread_join(th, NULL);
     ASSERTF(!w.err, "writer: %s (%d)", dv_err_name(w.err), w.err);
     for (int i = 0; i < n_dead; i++)
-      ASSERTF(keys_under_prefix(kv1, dead[i]) == 0, "keys under dead prefix %lld after round %d",
+      ASSERTF(keys_under_prefix(pair.kv[0], dead[i]) == 0, "keys under dead prefix %lld after round %d",
               (long long)dead[i], round);
   }
   /* Every write acknowledged under the live prefix is there, and only those. */
@@ -198,10 +194,7 @@ TEST(fdb_store_coherence) {
   store_db_close(h1);
   free(w.acked);
   arena_free(&a);
-  store_close(s1);
-  store_close(s2);
-  kv_close(kv1);
-  kv_close(kv2);
+  storet_fdb_pair_close(&pair);
 }
 
 /* ---- the randomized fault run ------------------------------------------------- */

@@ -390,13 +390,9 @@ static int load_policy(void *arg, const char *name, size_t len, store_hooks *out
 }
 
 TEST(fdb_store_hooks_coherence) {
-  const char *dir = kvt_newdir("cluster");
-  kv_db *kv1, *kv2;
-  ASSERT_OK(kvt_fdbsim_open(dir, &kv1));
-  ASSERT_OK(kvt_fdbsim_open(dir, &kv2));
-  store *s1, *s2;
-  ASSERT_OK(store_open(kv1, NULL, &s1));
-  ASSERT_OK(store_open(kv2, NULL, &s2));
+  storet_pair pair;
+  storet_fdb_pair(&pair);
+  store *s1 = pair.s[0], *s2 = pair.s[1];
   rec r1 = {.validate = 1}, r2 = {.validate = 1};
   store_set_hooks(s1, &(store_hooks_provider){.load = load_policy, .arg = &r1});
   store_set_hooks(s2, &(store_hooks_provider){.load = load_policy, .arg = &r2});
@@ -436,9 +432,6 @@ TEST(fdb_store_hooks_coherence) {
   policy = NULL;
   store_db_close(h1);
   store_db_close(h2);
-  store_close(s1);
-  store_close(s2);
-  kv_close(kv1);
-  kv_close(kv2);
+  storet_fdb_pair_close(&pair);
   arena_free(&a);
 }
