@@ -13,12 +13,15 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "cli/inspect.h"
-#include "http/auth.h"
-#include "http/crypto.h"
+#include "api/api.h"
+#include "auth/auth.h"
+#include "auth/crypto.h"
 #include "http/http.h"
 #include "kv/kv.h"
+#include "repl/repl.h"
 #include "store/store.h"
 #include "util/alloc.h"
 #include "util/config.h"
@@ -224,6 +227,32 @@ static int first_admin(dv_config *c) {
   return 0;
 }
 
+/* The replicator (src/repl), beside the API: it reaches local databases
+ * through this server's port, identified by the API's loopback token. A
+ * failure leaves replication unavailable; the rest serves. */
+static void repl_start(api_srv *as, const struct serve_opts *o, int port) {
+  /* _replicator exists from the first start, as in CouchDB (like _users,
+   * which auth_setup creates); a failure here only delays it to the first
+   * document written there. */
+  (void)!store_db_create(as->st, "_replicator");
+  char base[128];
+  const char *host = o->bind;
+  if (!strcmp(host, "0.0.0.0")) host = "127.0.0.1";
+  if (!strcmp(host, "::")) host = "::1";
+  snprintf(base, sizeof base, strchr(host, ':') ? "http://[%s]:%d/" : "http://%s:%d/", host, port);
+  char ident[512], hostname[256] = "";
+  if (gethostname(hostname, sizeof hostname - 1)) hostname[0] = 0;
+  snprintf(ident, sizeof ident, "%s|%s|%d", hostname, o->data ? o->data : "", o->port);
+  dv_config *c = as->config;
+  repl_opts ro = {.local_base = base, .identity = ident, .internal_header = HTTP_REPL_HEADER,
+                  .internal_token = as->repl_token, .local_rev_header = HTTP_LOCAL_REV_HEADER,
+                  .server_uuid = as->uuid,
+                  .retry_initial_ms = (int)config_get_int(c, "replicator", "retry_initial_ms", 1000),
+                  .retry_max_ms = (int)config_get_int(c, "replicator", "retry_max_ms", 60000),
+                  .lease_ms = (int)config_get_int(c, "replicator", "lease_ms", 30000)};
+  if (repl_mgr_start(&ro, &as->repl)) as->repl = NULL;
+}
+
 static int cmd_serve(int argc, char **argv) {
   struct serve_opts o = {.data = "./data", .bind = "127.0.0.1", .port = 5984};
   for (int i = 0; i < argc; i++) {
@@ -319,11 +348,15 @@ static int cmd_serve(int argc, char **argv) {
     kv_close(kv);
     return 1;
   }
+  api_srv as = {.st = st, .config = cfg, .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc};
+  http_app app;
+  char server[96];
+  snprintf(server, sizeof server, "divan/%s (CouchDB/3.3.3 compatible)", DIVAN_VERSION);
   http_opts ho = {.bind = o.bind, .port = o.port, .threads = o.threads, .max_body = o.max_body,
                   .timeout_s = o.idle_timeout, .head_timeout_s = o.head_timeout, .max_conns = o.max_conns,
-                  .max_conns_per_client = o.max_conns_ip, .version = DIVAN_VERSION, .data_dir = o.data, .max_document_size = o.max_doc,
-                  .config = cfg};
-  rc = http_start(st, &ho, &h);
+                  .max_conns_per_client = o.max_conns_ip, .server = server, .config = cfg};
+  rc = api_app(&as, &app);
+  if (!rc) rc = http_start(&app, &ho, &h);
   if (rc) {
     fprintf(stderr, "divan: cannot listen on %s:%d: %s\n", o.bind, o.port, dv_strerror(rc));
     store_close(st);
@@ -331,6 +364,8 @@ static int cmd_serve(int argc, char **argv) {
     kv_close(kv);
     return 1;
   }
+  as.max_body = http_options(h)->max_body;
+  repl_start(&as, &o, http_port(h));
   char port_s[16];
   snprintf(port_s, sizeof port_s, "%d", http_port(h));
   if (config_set(cfg, "chttpd", "port", port_s, 0, NULL)) fprintf(stderr, "divan: note: /_config shows the configured port\n");
@@ -345,6 +380,9 @@ static int cmd_serve(int argc, char **argv) {
   int sig = 0;
   sigwait(&stop, &sig);
   fprintf(stderr, "divan: stopping (signal %d)\n", sig);
+  /* The replicator first: its one-shot jobs answer their waiting requests. */
+  repl_mgr_stop(as.repl);
+  as.repl = NULL;
   http_stop(h);
   store_close(st);
   config_free(cfg);

@@ -29,7 +29,7 @@ int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Run libFuzzer target `name` (built in $DV_FUZZ_DIR) for 20 s over its
  * seeds in test/fuzz/seeds/<name>; new corpus entries and crash files go
  * to the test's temporary directory. Fails the test if the fuzzer finds
- * anything; says SKIPPED when DV_FUZZ_DIR is not set. */
+ * anything, and when DV_FUZZ_DIR is not set (it did not run). */
 void test_fuzz_smoke(const char *name);
 
 void test_fail_(const char *file, int line, const char *fmt, ...)

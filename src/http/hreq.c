@@ -6,7 +6,7 @@
  * %XX a byte. Parameter parsers never guess: a value that is not what the
  * parameter takes is a 400 query_parse_error, as CouchDB answers.
  *
- * Not here: sending (server.c), routing (route.c).
+ * Not here: sending (server.c), routing (the application's).
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -16,8 +16,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "http/auth.h"
-#include "http/route.h"
+#include "http/http_int.h"
 #include "http/url.h"
 
 /* ---- decoding -------------------------------------------------------------- */
@@ -52,30 +51,6 @@ int hreq__add_param(hreq *r, const char *key, const char *val) {
 
 const char *hreq_hdr(hreq *r, const char *name) {
   return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-}
-
-int hreq_open_db(hreq *r) {
-  if (r->db) return 0;
-  int rc = store_db_name_check(r->db_name, strlen(r->db_name));
-  if (!rc) rc = store_db_open(hsrv_store(r->srv), r->db_name, &r->db);
-  if (rc) {
-    if (rc == DV_EBAD_DB_NAME)
-      hres_errf(r, 400, "illegal_database_name",
-                "Name: '%s'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, "
-                "and / are allowed. Must begin with a letter.",
-                r->db_name);
-    else
-      hres_err(r, rc);
-    return -1;
-  }
-  return auth_db_member(r);
-}
-
-int hreq_docid_ok(hreq *r, const char *id, size_t n, int local) {
-  const char *why = store_docid_problem(id, n, local);
-  if (!why) return 0;
-  hres_errs(r, 400, "illegal_docid", why);
-  return -1;
 }
 
 int hreq_need_json(hreq *r) {
@@ -198,9 +173,20 @@ void hres_errf(hreq *r, int status, const char *error, const char *fmt, ...) {
   hres_errs(r, status, error, tmp);
 }
 
-void hres_err(hreq *r, int rc) {
+void hres_err(hreq *r, int rc) { hres_errw(r, rc, NULL); }
+
+void hres_errw(hreq *r, int rc, const char *why) {
   int st = dv_err_http(rc);
-  hres_errs(r, st ? st : 500, dv_err_couch(rc), dv_strerror(rc));
+  hres_errs(r, st ? st : 500, dv_err_couch(rc), why ? why : dv_strerror(rc));
+}
+
+void hres_errwf(hreq *r, int rc, const char *fmt, ...) {
+  char tmp[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  hres_errw(r, rc, tmp);
 }
 
 void hres_method(hreq *r, const char *allowed) {
@@ -308,23 +294,3 @@ void hres_etag(hreq *r, const char *rev) {
   buf_free(&b);
 }
 
-void hres_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc) {
-  json_w w;
-  hres_jw(r, status, &w);
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "ok");
-  json_w_bool(&w, 1);
-  json_w_keyz(&w, "id");
-  json_w_str(&w, id, n);
-  if (rev) {
-    json_w_keyz(&w, "rev");
-    json_w_strz(&w, rev);
-  }
-  json_w_obj_end(&w);
-  if (rev && etag) hres_etag(r, rev);
-  if (loc) {
-    const char *seg[2] = {r->db_name, id};
-    size_t len[2] = {strlen(r->db_name), n};
-    hres_location(r, seg, len, 2);
-  }
-}

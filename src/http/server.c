@@ -8,25 +8,25 @@
  *
  * One request (MHD calls `on_request` several times):
  *
- *   1st call   headers are in: make the hreq (its arena), decode the path
- *              and query, refuse early what is refused by headers alone
- *              (Content-Length over max_body → 413, an Expect other than
- *              100-continue → 417). An attachment upload (PUT
- *              /{db}/{doc}/{att…}) or a document PUT with a
- *              multipart/related body (the replicator's and PouchDB's
- *              form), both matched by hatt_upload_match, is authenticated
- *              and checked here, before any body byte is read, and its body
- *              goes to the sink h_att.c or h_doc.c sets (hreq_sink) instead
- *              of r->body: no max_body for it, the sink enforces its own
- *              limits (max_attachment_size per attachment, max_body for a
- *              document's JSON part).
+ *   1st call   headers are in: make the hreq (its arena, r->app), decode
+ *              the path and query, ask the application for the route,
+ *              refuse early what is refused by headers alone (Content-Length
+ *              over max_body → 413, an Expect other than 100-continue →
+ *              417). A route flagged HTTP_STREAM_BODY (an attachment
+ *              upload, a document PUT with a multipart/related body) is
+ *              identified, authorized and its handler run here, before any
+ *              body byte is read, and its body goes to the sink the handler
+ *              sets (hreq_sink) instead of r->body: no max_body for it, the
+ *              sink enforces its own limits.
  *   Nth call   a piece of the body: to the sink, or appended to r->body
  *              while ≤ max_body (past it: drop the rest, answer 413 at the
  *              end). A sink that refuses a piece has set the error: the
  *              rest is dropped and that error sent at the end.
  *   last call  (no more body) the sink's finish builds the response; else
- *              authenticate, route, and queue the response the handler
- *              built.
+ *              a CORS preflight is answered, or run_route: identify,
+ *              authorize (the application's callbacks), the route's methods
+ *              (405), HTTP_JSON_BODY (415) and HTTP_JSON_OBJECT (400), the
+ *              handler; and queue the response it built.
  *   completed  `on_completed` frees the hreq (and the sink); a feed's or a
  *              stream's response is freed by MHD when the connection lets
  *              go of it (`feed_free`, `stream_free`).
@@ -49,7 +49,8 @@
  * document id is not mistaken for a path separator; we split the path on
  * '/' first and percent-decode each segment after.
  *
- * Not here: routing (route.c), the request helpers (hreq.c), handlers.
+ * Not here: the request helpers (hreq.c); routes, identities and handlers
+ * (the application, api/).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -69,11 +70,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/auth.h"
+#include "http/hparse.h"
 #include "http/http_int.h"
 #include "http/hwire.h"
-#include "http/route.h"
-#include "repl/repl.h"
 #include "util/alloc.h"
 
 #define REAP_MS 50        /* reaper tick: timers and left clients */
@@ -84,10 +83,8 @@
 typedef struct hconn hconn;
 
 struct http_server {
-  store *st;              /* the store every handler uses */
+  http_app app;           /* the application: routes and callbacks */
   http_opts o;            /* options, defaults filled in */
-  char uuid[33];          /* server uuid */
-  char server_hdr[96];    /* Server: header value */
   struct MHD_Daemon *d;   /* the daemon */
   int port;               /* bound port */
   pthread_mutex_t mu;     /* feeds and their state */
@@ -95,16 +92,12 @@ struct http_server {
   pthread_t reaper;       /* timers and disconnects of waiting feeds */
   pthread_cond_t cv;      /* wakes the reaper on stop */
   int stopping;           /* 1 once http_stop began */
-  repl_mgr *repl;         /* the replicator (src/repl) */
-  char repl_token[33];    /* secret of its loopback requests (auth.c checks it) */
   pthread_mutex_t cmu;    /* conns, nconns */
   hconn *conns;           /* every client connection, oldest `since` first */
   hconn *conns_tail;      /* the newest */
   int nconns;             /* how many */
 };
 
-repl_mgr *hsrv_repl(hsrv *s) { return s->repl; }
-const char *hsrv_repl_token(hsrv *s) { return s->repl_token; }
 
 struct hfeed {
   hsrv *srv;                 /* owner */
@@ -148,59 +141,10 @@ int64_t hnow_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void random_bytes(uint8_t *b, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t k = getrandom(b + got, n - got, 0);
-    if (k <= 0) break;
-    got += (size_t)k;
-  }
-  for (; got < n; got++) b[got] = (uint8_t)(rand() ^ (int)hnow_ms()); /* getrandom failed */
-}
-
-static uint32_t random_below(uint32_t n) {
-  uint8_t b[4];
-  random_bytes(b, 4);
-  return (uint32_t)(((uint64_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]) * n) >> 32);
-}
-
-/* CouchDB's default [uuids] algorithm, "sequential" (couch_uuids.erl): 26
- * hex digits of random prefix, then a 6-digit counter that grows by a
- * random 1..0xffe per id; a new prefix when it would pass 0xfff000. Ids
- * minted one after another sort together, so new documents land next to
- * each other in the key space (RocksDB's memtable, its compactions and
- * the block cache all like that), and still cannot be guessed. */
-static pthread_mutex_t uuid_mu = PTHREAD_MUTEX_INITIALIZER;
-static char uuid_prefix[27];
-static uint32_t uuid_seq;
-
-void http_uuid(char out[33]) {
-  static const char hex[] = "0123456789abcdef";
-  pthread_mutex_lock(&uuid_mu);
-  uint32_t inc = 1 + random_below(0xffe);
-  if (!uuid_prefix[0] || uuid_seq + inc >= 0xfff000) {
-    uint8_t b[13];
-    random_bytes(b, sizeof b);
-    for (int i = 0; i < 13; i++) {
-      uuid_prefix[2 * i] = hex[b[i] >> 4];
-      uuid_prefix[2 * i + 1] = hex[b[i] & 15];
-    }
-    uuid_prefix[26] = 0;
-    uuid_seq = 1 + random_below(0xffe);
-  } else {
-    uuid_seq += inc;
-  }
-  memcpy(out, uuid_prefix, 26);
-  for (int i = 0; i < 6; i++) out[26 + i] = hex[(uuid_seq >> (20 - 4 * i)) & 15];
-  pthread_mutex_unlock(&uuid_mu);
-  out[32] = 0;
-}
-
-store *hsrv_store(hsrv *s) { return s->st; }
-const char *hsrv_uuid(hsrv *s) { return s->uuid; }
-dv_config *hsrv_config(hsrv *s) { return s->o.config; }
-const http_opts *hsrv_opts(hsrv *s) { return &s->o; }
+void *http_app_arg(hreq *r) { return r->srv->app.arg; }
 int http_port(http_server *h) { return h->port; }
+int http_threads(http_server *h) { return h->o.threads; }
+const http_opts *http_options(http_server *h) { return &h->o; }
 
 /* ---- responses ------------------------------------------------------------ */
 
@@ -277,7 +221,7 @@ static int cors_preflight(hreq *r) {
 static void add_common_headers(hreq *r, struct MHD_Response *res, const char *ctype) {
   MHD_add_response_header(res, "Content-Type", ctype);
   MHD_add_response_header(res, "Cache-Control", "must-revalidate");
-  MHD_add_response_header(res, "Server", r->srv->server_hdr);
+  MHD_add_response_header(res, "Server", r->srv->o.server);
   for (int i = 0; i < r->nhdr; i++) MHD_add_response_header(res, r->hdr[i].name, r->hdr[i].val);
   if (r->status == 401 && r->srv->o.config) { /* [chttpd] WWW-Authenticate, as chttpd:error_headers */
     char *wa = config_get(r->srv->o.config, "chttpd", "WWW-Authenticate");
@@ -295,7 +239,7 @@ static void add_common_headers(hreq *r, struct MHD_Response *res, const char *ct
 
 static enum MHD_Result send_response(hreq *r) {
   struct MHD_Connection *c = r->conn;
-  if (!r->status) hres_errs(r, 500, "internal_server_error", "No response.");
+  if (!r->status) hres_err(r, DV_ENO_RESPONSE);
   int json = !r->ctype || !strcmp(r->ctype, "application/json");
   if (json && r->status != 304 && r->out.len) buf_putc(&r->out, '\n');
   if (buf_error(&r->out)) {
@@ -508,7 +452,7 @@ static void conn_refuse(hconn *c, int rc) {
   int n = snprintf(msg, sizeof msg,
                    "HTTP/1.1 %d %s\r\nServer: %s\r\nContent-Type: application/json\r\nCache-Control: must-revalidate\r\n"
                    "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
-                   st, text, c->srv->server_hdr, bn, body);
+                   st, text, c->srv->o.server, bn, body);
   if (n > 0 && n < (int)sizeof msg) (void)!send(c->fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(c->fd, SHUT_WR);
   c->refused = 1;
@@ -851,6 +795,45 @@ static enum MHD_Result defer_step(struct hctx *x) {
   return answer_now(x);
 }
 
+/* A route whose body streams to its handler's sink. */
+static int streams(hreq *r) {
+  const http_route *rt = r->route;
+  if (!(rt->flags & HTTP_STREAM_BODY)) return 0;
+  if (!(rt->flags & HTTP_MULTIPART)) return 1;
+  const char *ct = hreq_hdr(r, "Content-Type");
+  return ct && hparse_media_is(ct, strlen(ct), "multipart/related");
+}
+
+/* 405 with Allow listing the route's methods. */
+static void refuse_method(hreq *r, unsigned methods) {
+  static const struct { int m; const char *s; } order[] = {
+      {HM_COPY, "COPY"}, {HM_DELETE, "DELETE"}, {HM_GET, "GET"}, {HM_HEAD, "HEAD"},
+      {HM_OPTIONS, "OPTIONS"}, {HM_POST, "POST"}, {HM_PUT, "PUT"},
+  };
+  char allow[64] = "";
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+    if (methods & HTTP_M(order[i].m))
+      n += (size_t)snprintf(allow + n, sizeof allow - n, "%s%s", n ? "," : "", order[i].s);
+  hres_method(r, allow);
+}
+
+/* Who asks, may they, then the route's own checks and its handler. */
+static void run_route(hreq *r) {
+  hsrv *s = r->srv;
+  const http_route *rt = r->route;
+  if (!rt) return;
+  if (s->app.identify && s->app.identify(r)) return;
+  if (s->app.authorize && s->app.authorize(r, rt)) return;
+  if (rt->methods && !(rt->methods & HTTP_M(r->method))) {
+    refuse_method(r, rt->methods);
+    return;
+  }
+  if ((rt->flags & (HTTP_JSON_BODY | HTTP_JSON_OBJECT)) && hreq_need_json(r)) return;
+  if ((rt->flags & HTTP_JSON_OBJECT) && hreq_json_body(r, 1, &r->json)) return;
+  rt->handler(r);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **ctx) {
   hsrv *s = cls;
@@ -869,24 +852,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->path = arena_strndup(&r->a, url, strlen(url));
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    r->app = arena_calloc(&r->a, s->app.req_size ? s->app.req_size : 1);
     /* a bad path or query leaves its error in r->status, sent at the end */
-    if (!r->path || !r->method_str) hres_err(r, DV_ENOMEM);
+    if (!r->path || !r->method_str || !r->app) hres_err(r, DV_ENOMEM);
     int parsed = !r->status && hreq__split_path(r) == 0 &&
                  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, r) >= 0 && !r->status;
-    if (parsed && hatt_upload_match(r)) { /* streamed: everything but the body is decided now */
-      if (ex && strcasecmp(ex, "100-continue"))
-        hres_errs(r, 417, "expectation_failed", "Only Expect: 100-continue is supported.");
-      else if (!auth_identify(r) && !auth_authorize(r))
-        hatt_upload_begin(r);
-      if (!r->status && !x->sink) hres_errs(r, 500, "internal_server_error", "No response.");
+    if (parsed) r->route = s->app.route(r); /* NULL: its error is written */
+    if (r->route && streams(r)) { /* everything but the body is decided now */
+      if (ex && strcasecmp(ex, "100-continue")) hres_err(r, DV_EEXPECTATION);
+      else run_route(r);
+      if (!r->status && !x->sink) hres_err(r, DV_ENO_RESPONSE);
       return r->status ? answer_now(x) : MHD_YES;
     }
     if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
-      hres_errs(r, 413, "too_large", "the request entity is too large");
+      hres_err(r, DV_EBODY_TOO_LARGE);
       return answer_now(x);
     }
     if (ex && strcasecmp(ex, "100-continue")) {
-      hres_errs(r, 417, "expectation_failed", "Only Expect: 100-continue is supported.");
+      hres_err(r, DV_EEXPECTATION);
       return answer_now(x);
     }
     return MHD_YES;
@@ -928,10 +911,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return answer_now(x);
   }
   if (x->too_large) {
-    hres_errs(r, 413, "too_large", "the request entity is too large");
+    hres_err(r, DV_EBODY_TOO_LARGE);
     return answer_now(x);
   }
-  if (!r->status && !cors_preflight(r) && !auth_identify(r) && !auth_authorize(r)) route_request(r);
+  if (!r->status && !cors_preflight(r)) run_route(r);
   if (x->deferred) return defer_step(x);
   return answer_now(x);
 }
@@ -949,7 +932,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
   }
   if (x->stream) stream_free(x->stream); /* built but never queued */
   if (x->sink) x->sink->done(x->sink_arg);
-  store_db_close(r->db);
+  if (r->app && ((hsrv *)cls)->app.done) ((hsrv *)cls)->app.done(r);
   buf_free(&r->out);
   dv_free(r->body);
   arena_free(&r->a);
@@ -959,19 +942,18 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 
 /* ---- start and stop ----------------------------------------------------------- */
 
-int http_start(store *st, const http_opts *o, http_server **out) {
+int http_start(const http_app *app, const http_opts *o, http_server **out) {
   hsrv *s = dv_calloc(1, sizeof *s);
   if (!s) return DV_ENOMEM;
-  s->st = st;
+  s->app = *app;
   s->o = *o;
   if (!s->o.threads) s->o.threads = HTTP_DEFAULT_THREADS;
   if (!s->o.max_body) s->o.max_body = HTTP_DEFAULT_MAX_BODY;
   if (!s->o.timeout_s) s->o.timeout_s = HTTP_DEFAULT_TIMEOUT;
   if (!s->o.head_timeout_s) s->o.head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT;
   if (!s->o.max_conns_per_client) s->o.max_conns_per_client = HTTP_DEFAULT_MAX_CONNS_PER_CLIENT;
-  if (!s->o.version) s->o.version = "0";
+  if (!s->o.server) s->o.server = "divan";
   if (!s->o.bind) s->o.bind = "127.0.0.1";
-  snprintf(s->server_hdr, sizeof s->server_hdr, "divan/%s (CouchDB/3.3.3 compatible)", s->o.version);
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->cmu, NULL);
   pthread_cond_init(&s->cv, NULL);
@@ -990,8 +972,6 @@ int http_start(store *st, const http_opts *o, http_server **out) {
    * among the pool threads, so at least a few each */
   unsigned mhd_limit = (unsigned)s->o.max_conns + 16 + (unsigned)s->o.max_conns / 16;
   if (mhd_limit < 4u * (unsigned)s->o.threads) mhd_limit = 4u * (unsigned)s->o.threads;
-  rc = store_server_uuid(st, s->uuid);
-  if (rc) goto fail;
 
   struct sockaddr_storage ss;
   memset(&ss, 0, sizeof ss);
@@ -1034,30 +1014,6 @@ int http_start(store *st, const http_opts *o, http_server **out) {
     rc = DV_ENOMEM;
     goto fail;
   }
-  /* _replicator exists from the first start, as in CouchDB (like _users,
-   * which auth_setup creates); a failure here only delays it to the first
-   * document written there. */
-  (void)!store_db_create(st, "_replicator");
-  /* The replicator reaches local databases through this server. */
-  uint8_t rnd[16];
-  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-    for (size_t i = 0; i < sizeof rnd; i++) rnd[i] = (uint8_t)(rand() ^ (int)time(NULL));
-  for (size_t i = 0; i < sizeof rnd; i++) snprintf(s->repl_token + 2 * i, 3, "%02x", rnd[i]);
-  char base[128];
-  const char *host = s->o.bind;
-  if (!strcmp(host, "0.0.0.0")) host = "127.0.0.1";
-  if (!strcmp(host, "::")) host = "::1";
-  snprintf(base, sizeof base, strchr(host, ':') ? "http://[%s]:%d/" : "http://%s:%d/", host, s->port);
-  char ident[512], hostname[256] = "";
-  if (gethostname(hostname, sizeof hostname - 1)) hostname[0] = 0;
-  snprintf(ident, sizeof ident, "%s|%s|%d", hostname, s->o.data_dir ? s->o.data_dir : "", o->port);
-  repl_opts ro = {.local_base = base, .identity = ident, .internal_header = HTTP_REPL_HEADER, .internal_token = s->repl_token,
-                  .local_rev_header = HTTP_LOCAL_REV_HEADER,
-                  .server_uuid = s->uuid,
-                  .retry_initial_ms = (int)config_get_int(s->o.config, "replicator", "retry_initial_ms", 1000),
-                  .retry_max_ms = (int)config_get_int(s->o.config, "replicator", "retry_max_ms", 60000),
-                  .lease_ms = (int)config_get_int(s->o.config, "replicator", "lease_ms", 30000)};
-  if (repl_mgr_start(&ro, &s->repl)) s->repl = NULL; /* replication unavailable; the rest serves */
   *out = s;
   return 0;
 fail:
@@ -1070,9 +1026,6 @@ fail:
 
 void http_stop(http_server *s) {
   if (!s) return;
-  /* The replicator first: its one-shot jobs answer their waiting requests. */
-  repl_mgr_stop(s->repl);
-  s->repl = NULL;
   /* Stop accepting and the reaper, end every feed (resuming the suspended
    * ones so MHD can finish them), then stop the daemon. */
   MHD_quiesce_daemon(s->d);

@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/multipart.h"
+#include "util/multipart.h"
 #include "repl/repl_int.h"
 #include "util/alloc.h"
 

@@ -6,7 +6,7 @@
  * authenticated as the user who asked (an internal token the HTTP layer
  * checks; see repl_opts.internal_*). So one code path serves local, remote,
  * divan, CouchDB and pouchdb-server peers, and the replicator does not
- * depend on the HTTP server's internals: src/http calls in here, never the
+ * depend on the HTTP server's internals: src/api calls in here and main.c starts it, never the
  * other way round.
  *
  * Pieces (data flow in each file's header):

@@ -37,7 +37,7 @@
  *      versionstamped value, so watchers and indexers see the purge), the
  *      db_updates queue entry, the TxId.
  * A purged leaf's attachment content is cleared when no remaining leaf
- * uses it (att.c). Not here: the HTTP shape of _purge (http/h_purge.c).
+ * uses it (att.c). Not here: the HTTP shape of _purge (http/api/purge.c).
  */
 #include <string.h>
 

@@ -9,7 +9,7 @@
  * transaction; if the commit fails, the watch has already fired with the
  * error (a spurious wake-up, which callers tolerate) and we retry.
  *
- * Not here: what a woken reader does (it reads again; see http/h_changes.c).
+ * Not here: what a woken reader does (it reads again; see http/api/changes.c).
  */
 #include <string.h>
 

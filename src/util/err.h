@@ -86,7 +86,16 @@
   X(FORBIDDEN,     -4019, 403, "forbidden", "Forbidden.", 0)                      \
   X(UNAUTHORIZED,  -4020, 401, "unauthorized", "Unauthorized.", 0)                \
   X(VDU_TYPEERROR, -4021, 500, "TypeError", "The validation function failed.", 0) \
-  X(VDU_UNKNOWN,   -4022, 500, "unknown_error", "function_clause", 0)
+  X(VDU_UNKNOWN,   -4022, 500, "unknown_error", "function_clause", 0)  \
+  /* HTTP requests (api/, http/): the reason is usually the request's own */ \
+  X(BAD_REQUEST,   -4101, 400, "bad_request", "Bad request.", 0)                \
+  X(BAD_CREDENTIAL,-4102, 400, "bad_request", "Malformed credentials.", 0)      \
+  X(BAD_CONTENT_TYPE, -4103, 415, "bad_content_type", "Content-Type must be application/json", 0) \
+  X(METHOD,        -4104, 405, "method_not_allowed", "Only these methods are allowed.", 0) \
+  X(BODY_TOO_LARGE,-4105, 413, "too_large", "the request entity is too large", 0) \
+  X(EXPECTATION,   -4106, 417, "expectation_failed", "Only Expect: 100-continue is supported.", 0) \
+  X(QUERY_PARSE,   -4107, 400, "query_parse_error", "Invalid query parameter.", 0) \
+  X(NO_RESPONSE,   -4108, 500, "internal_server_error", "No response.", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/authparse.h"
-#include "http/crypto.h"
+#include "auth/authparse.h"
+#include "auth/crypto.h"
 #include "util/arena.h"
 
 static void basic(dv_arena *a, const char *s) {

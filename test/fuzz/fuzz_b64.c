@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/crypto.h"
+#include "auth/crypto.h"
 #include "util/alloc.h"
 
 static void b64_check(const uint8_t *data, size_t size, int url) {

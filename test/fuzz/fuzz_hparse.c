@@ -28,7 +28,7 @@
 #include <strings.h>
 
 #include "http/hparse.h"
-#include "http/multipart.h"
+#include "util/multipart.h"
 
 static char *cat3(const char *a, const char *b, const char *c) {
   size_t na = strlen(a), nb = strlen(b), nc = strlen(c);

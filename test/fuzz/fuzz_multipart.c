@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/multipart.h"
+#include "util/multipart.h"
 
 typedef struct trace {
   uint8_t *p;   /* the log: events, lengths and data */

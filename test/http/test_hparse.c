@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "http/hparse.h"
-#include "http/multipart.h"
+#include "util/multipart.h"
 #include "test.h"
 
 TEST(hparse_fuzz_smoke) { test_fuzz_smoke("fuzz_hparse"); }

@@ -1,48 +1,11 @@
 /* tests.h — the HTTP layer's tests: black-box suites in node that drive a
  * real `divan serve` (test/node/http/, test/node/clients/), one
  * runner test per suite, and once more on `divan serve --fdb` over the
- * libfdb_c double (fdb_http_*); the unit tests of crypto.c (test_crypto.c),
- * multipart.c (test_multipart.c), hparse.c (test_hparse.c) and the request
- * framing of hwire.c (test_hwire.c). */
+ * libfdb_c double (fdb_http_*) — they exercise the engine and api/ together;
+ * the unit tests of hparse.c (test_hparse.c) and the request framing of
+ * hwire.c (test_hwire.c). */
 #define HTTP_TESTS(X)          \
   X(http_url_fuzz_smoke, 60)   \
-  X(crypto_b64_fuzz_smoke, 60) \
-  X(auth_parse_fuzz_smoke, 60) \
-  X(crypto_names, 5)           \
-  X(crypto_hash_vectors, 10)   \
-  X(crypto_hmac_vectors, 5)    \
-  X(crypto_pbkdf2_vectors, 30) \
-  X(crypto_pbkdf2_long, 180)   \
-  X(crypto_iteration_limits, 5) \
-  X(crypto_random, 5)          \
-  X(crypto_ct_eq, 5)           \
-  X(crypto_hex, 5)             \
-  X(crypto_b64_vectors, 5)     \
-  X(crypto_b64_roundtrip, 10)  \
-  X(crypto_b64_strict, 5)      \
-  X(crypto_admin_verify, 30)   \
-  X(crypto_admin_malformed, 5) \
-  X(crypto_admin_is_hashed, 5) \
-  X(crypto_admin_hash, 30)     \
-  X(crypto_admin_alloc_fail, 5) \
-  X(crypto_user_verify, 30)    \
-  X(crypto_user_hash, 30)      \
-  X(multipart_fuzz_smoke, 60)  \
-  X(multipart_boundary, 5)     \
-  X(multipart_related_replicator, 5) \
-  X(multipart_form_data, 5)    \
-  X(multipart_empty_parts, 5)  \
-  X(multipart_preamble_epilogue, 5) \
-  X(multipart_transport_padding, 5) \
-  X(multipart_boundary_like_data, 5) \
-  X(multipart_headers, 5)      \
-  X(multipart_large_part, 30)  \
-  X(multipart_malformed, 10)   \
-  X(multipart_header_limit, 5) \
-  X(multipart_part_limit, 5)   \
-  X(multipart_chunking, 30)    \
-  X(multipart_callback_abort, 5) \
-  X(multipart_alloc_fail, 5)   \
   X(hparse_fuzz_smoke, 60)     \
   X(hparse_range, 5)           \
   X(hparse_range_resolve, 5)   \
@@ -65,21 +28,6 @@
   X(http_hostile, 120)         \
   X(http_slowloris, 120)       \
   X(http_diskfull, 240)        \
-  X(users_name_of, 5)          \
-  X(users_signup_anonymous, 5) \
-  X(users_write_own_doc, 5)    \
-  X(users_write_other_doc, 5)  \
-  X(users_write_admin, 5)      \
-  X(users_validate_reasons, 5) \
-  X(users_validate_js_semantics, 5) \
-  X(users_password_hashed, 10) \
-  X(users_password_left_alone, 5) \
-  X(users_password_refused, 5) \
-  X(users_password_salt, 10)   \
-  X(users_design_docs, 5)      \
-  X(users_local_docs, 5)       \
-  X(users_read, 5)             \
-  X(users_alloc_fail, 60)      \
   X(http_auth, 120)            \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \

@@ -28,4 +28,20 @@
   X(config_each_order, 5) \
   X(config_threads, 20) \
   X(config_alloc_fail, 60) \
-  X(config_fuzz_smoke, 60)
+  X(config_fuzz_smoke, 60) \
+  X(multipart_fuzz_smoke, 60) \
+  X(multipart_boundary, 5) \
+  X(multipart_related_replicator, 5) \
+  X(multipart_form_data, 5) \
+  X(multipart_empty_parts, 5) \
+  X(multipart_preamble_epilogue, 5) \
+  X(multipart_transport_padding, 5) \
+  X(multipart_boundary_like_data, 5) \
+  X(multipart_headers, 5) \
+  X(multipart_large_part, 30) \
+  X(multipart_malformed, 10) \
+  X(multipart_header_limit, 5) \
+  X(multipart_part_limit, 5) \
+  X(multipart_chunking, 30) \
+  X(multipart_callback_abort, 5) \
+  X(multipart_alloc_fail, 5)

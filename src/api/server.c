@@ -1,4 +1,4 @@
-/* h_server.c — the server-level endpoints: GET /, /_up, /_all_dbs,
+/* server.c — the server-level endpoints: GET /, /_up, /_all_dbs,
  * /_dbs_info, /_uuids, /_active_tasks, /_membership, /_node/….
  *
  * Answers follow CouchDB 3.x's shapes; divan is a single node named
@@ -6,14 +6,14 @@
  * shown by /_node/_local/_config is read-only until the configuration
  * issue: it lists the settings this server actually runs with.
  *
- * Not here: /_db_updates (h_changes.c), /_session (authentication issue).
+ * Not here: /_db_updates (api/changes.c), /_session (authentication issue).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "http/auth.h"
-#include "http/crypto.h"
-#include "http/http_int.h"
+#include "api/api.h"
+#include "auth/crypto.h"
+#include "api/api.h"
 #include "util/alloc.h"
 
 #define NODE_NAME "divan@127.0.0.1"
@@ -22,11 +22,7 @@
 #define MAX_DBS_INFO 100      /* CouchDB's max_db_number_for_dbs_info_req */
 
 void hapi_root(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_HEAD) {
-    hres_method(r, "GET,HEAD");
-    return;
-  }
-  const http_opts *o = hsrv_opts(r->srv);
+  const api_srv *o = api_srv_of(r);
   json_w w;
   hres_jw(r, 200, &w);
   json_w_obj_begin(&w);
@@ -37,7 +33,7 @@ void hapi_root(hreq *r) {
   json_w_keyz(&w, "git_sha");
   json_w_strz(&w, "divan");
   json_w_keyz(&w, "uuid");
-  json_w_strz(&w, hsrv_uuid(r->srv));
+  json_w_strz(&w, api_srv_of(r)->uuid);
   json_w_keyz(&w, "features");
   json_w_arr_begin(&w);
   json_w_strz(&w, "access-ready");
@@ -54,10 +50,6 @@ void hapi_root(hreq *r) {
 }
 
 void hapi_up(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_HEAD) {
-    hres_method(r, "GET,HEAD");
-    return;
-  }
   json_w w;
   hres_jw(r, 200, &w);
   json_w_raw(&w, "{\"status\":\"ok\",\"seeds\":{}}", 26);
@@ -104,16 +96,12 @@ static int name_row(void *arg, const char *name, size_t len) {
 }
 
 void hapi_all_dbs(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_HEAD) {
-    hres_method(r, "GET,HEAD");
-    return;
-  }
   store_range rg;
   if (list_params(r, &rg)) return;
   json_w w;
   hres_jw(r, 200, &w);
   json_w_arr_begin(&w);
-  int rc = store_db_list(hsrv_store(r->srv), &rg, name_row, &w);
+  int rc = store_db_list(api_store(r), &rg, name_row, &w);
   if (rc) {
     hres_err(r, rc);
     return;
@@ -167,7 +155,7 @@ static int dbs_info_row(hreq *r, json_w *w, const char *name, size_t len) {
   if (!z) return DV_ENOMEM;
   store_db *db = NULL;
   store_db_info in;
-  int rc = store_db_name_check(z, len) ? DV_ENO_DB : store_db_open(hsrv_store(r->srv), z, &db);
+  int rc = store_db_name_check(z, len) ? DV_ENO_DB : store_db_open(api_store(r), z, &db);
   int64_t pseq = 0;
   if (!rc) rc = store_db_info_get(db, &in);
   if (!rc) rc = store_db_get_purge_seq(db, &pseq);
@@ -215,7 +203,7 @@ void hapi_dbs_info(hreq *r) {
   if (r->method == HM_GET || r->method == HM_HEAD) {
     store_range rg;
     if (list_params(r, &rg)) return;
-    rc = store_db_list(hsrv_store(r->srv), &rg, collect_name, &nm);
+    rc = store_db_list(api_store(r), &rg, collect_name, &nm);
   } else if (r->method == HM_POST) {
     json_val *body, *keys;
     if (hreq_need_json(r) || hreq_json_body(r, 1, &body)) return;
@@ -257,10 +245,6 @@ void hapi_dbs_info(hreq *r) {
 }
 
 void hapi_uuids(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_HEAD) {
-    hres_method(r, "GET,HEAD");
-    return;
-  }
   int64_t count = 1;
   if (hq_int(r, "count", 0, &count)) return;
   if (count > MAX_UUIDS) {
@@ -284,18 +268,10 @@ void hapi_uuids(hreq *r) {
 }
 
 void hapi_active_tasks(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_HEAD) {
-    hres_method(r, "GET,HEAD");
-    return;
-  }
   hapi_repl_tasks(r); /* replications are divan's only long-running tasks */
 }
 
 void hapi_membership(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_HEAD) {
-    hres_method(r, "GET,HEAD");
-    return;
-  }
   json_w w;
   hres_jw(r, 200, &w);
   json_w_raw(&w, "{\"all_nodes\":[\"" NODE_NAME "\"],\"cluster_nodes\":[\"" NODE_NAME "\"]}",
@@ -306,17 +282,18 @@ void hapi_membership(hreq *r) {
 
 /* The running configuration as CouchDB's sections of string values. */
 static json_val *config_now(hreq *r) {
-  const http_opts *o = hsrv_opts(r->srv);
+  const api_srv *as = api_srv_of(r);
+  const http_opts *o = http_options(r->srv);
   dv_arena *a = &r->a;
   char num[32];
   json_val *c = json_new_object(a), *s;
   if (!c) return NULL;
   s = json_new_object(a);
   if (json_obj_setz(a, c, "couchdb", s)) return NULL;
-  snprintf(num, sizeof num, "%zu", o->max_document_size ? o->max_document_size : (size_t)STORE_DEFAULT_MAX_DOC);
+  snprintf(num, sizeof num, "%zu", as->max_document_size ? as->max_document_size : (size_t)STORE_DEFAULT_MAX_DOC);
   if (json_obj_setz(a, s, "max_document_size", json_new_stringz(a, num)) ||
-      json_obj_setz(a, s, "uuid", json_new_stringz(a, hsrv_uuid(r->srv))) ||
-      json_obj_setz(a, s, "database_dir", json_new_stringz(a, o->data_dir ? o->data_dir : "")))
+      json_obj_setz(a, s, "uuid", json_new_stringz(a, api_srv_of(r)->uuid)) ||
+      json_obj_setz(a, s, "database_dir", json_new_stringz(a, as->data_dir ? as->data_dir : "")))
     return NULL;
   s = json_new_object(a);
   if (json_obj_setz(a, c, "chttpd", s)) return NULL;
@@ -358,7 +335,7 @@ static int cfg_add(void *arg, const char *section, const char *key, const char *
 static json_val *config_all(hreq *r) {
   struct cfg_json c = {.r = r, .root = config_now(r)};
   if (!c.root) return NULL;
-  dv_config *cfg = hsrv_config(r->srv);
+  dv_config *cfg = api_config(r);
   if (cfg && config_each(cfg, NULL, cfg_add, &c)) return NULL;
   return c.err ? NULL : c.root;
 }
@@ -367,7 +344,7 @@ static json_val *config_all(hreq *r) {
  * string ("" when there was none); admins' passwords are stored hashed;
  * written to the ini file. */
 static void config_write(hreq *r) {
-  dv_config *cfg = hsrv_config(r->srv);
+  dv_config *cfg = api_config(r);
   if (!cfg || r->nseg != 5) {
     hres_method(r, "GET,HEAD");
     return;
@@ -460,3 +437,22 @@ void hapi_node(hreq *r) {
   }
   hres_json(r, 200, c);
 }
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static const http_route routes[] = {
+    {GET_HEAD, "/", 0, hapi_root},
+    {GET_HEAD, "/_up", 0, hapi_up},
+    {GET_HEAD, "/_all_dbs", API_ALL_DBS, hapi_all_dbs},
+    {GET_HEAD | M(POST), "/_dbs_info", API_ALL_DBS, hapi_dbs_info},
+    {GET_HEAD, "/_uuids", 0, hapi_uuids},
+    {GET_HEAD, "/_active_tasks", API_SERVER_ADMIN, hapi_active_tasks},
+    {GET_HEAD, "/_membership", API_SERVER_ADMIN, hapi_membership},
+    {HTTP_ANY, "/_node", API_SERVER_ADMIN, hapi_node},
+    {HTTP_ANY, "/_node/{rest}", API_SERVER_ADMIN, hapi_node},
+    {HTTP_ANY, "/_session", 0, hapi_session},
+    /* Fauxton's home: anyone may look (as CouchDB); not served yet */
+    {GET_HEAD, "/_utils", 0, hapi_no_db},
+    {GET_HEAD, "/_utils/{rest}", 0, hapi_no_db},
+};
+const api_routes api_server_routes = API_TABLE(routes);

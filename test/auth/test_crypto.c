@@ -9,7 +9,7 @@
  * implementation independent of both node and divan. */
 #include <limits.h>
 
-#include "http/crypto.h"
+#include "auth/crypto.h"
 #include "test.h"
 #include "util/alloc.h"
 

@@ -20,7 +20,7 @@
  * time; expected values of the wrong length fail before any comparison,
  * which leaks only that length (public: it is the PRF's).
  */
-#include "http/crypto.h"
+#include "auth/crypto.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -1,17 +1,17 @@
-/* h_db.c — database endpoints: PUT/GET/HEAD/DELETE/POST /{db},
+/* db.c — database endpoints: PUT/GET/HEAD/DELETE/POST /{db},
  * _revs_limit, _security, and the maintenance endpoints CouchDB clients
  * call (_compact, _view_cleanup, _ensure_full_commit) which have nothing to
  * do here: the store compacts itself and every answered write is durable.
  *
- * Not here: documents (h_doc.c), bulk and _all_docs (h_bulk.c), feeds
- * (h_changes.c), purge (h_purge.c).
+ * Not here: documents (api/doc.c), bulk and _all_docs (api/bulk.c), feeds
+ * (api/changes.c), purge (api/purge.c).
  */
 #include <string.h>
 
-#include "http/auth.h"
-#include "http/http_int.h"
+#include "api/api.h"
+#include "api/api.h"
 
-void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t purge_seq); /* h_server.c */
+void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t purge_seq); /* api/server.c */
 
 static void db_create(hreq *r) {
   /* q, n and placement are cluster knobs of CouchDB with no meaning here;
@@ -22,11 +22,11 @@ static void db_create(hreq *r) {
     hres_errs(r, 400, "bad_request", "Partitioned databases are not supported.");
     return;
   }
-  size_t n = strlen(r->db_name);
-  int rc = store_db_name_check(r->db_name, n);
-  if (!rc) rc = store_db_create(hsrv_store(r->srv), r->db_name);
+  size_t n = strlen(r->app->db_name);
+  int rc = store_db_name_check(r->app->db_name, n);
+  if (!rc) rc = store_db_create(api_store(r), r->app->db_name);
   if (rc == DV_EBAD_DB_NAME) {
-    r->db = NULL;
+    r->app->db = NULL;
     if (hreq_open_db(r)) return; /* writes CouchDB's illegal_database_name */
   }
   if (rc) {
@@ -47,11 +47,11 @@ static void db_delete(hreq *r) {
               "You tried to DELETE a database with a ?rev= parameter. Did you mean to DELETE a document instead?");
     return;
   }
-  int rc = store_db_name_check(r->db_name, strlen(r->db_name));
+  int rc = store_db_name_check(r->app->db_name, strlen(r->app->db_name));
   if (rc) {
     if (hreq_open_db(r)) return;
   }
-  rc = store_db_delete(hsrv_store(r->srv), r->db_name);
+  rc = store_db_delete(api_store(r), r->app->db_name);
   if (rc) hres_err(r, rc);
   else hres_ok(r, 200);
 }
@@ -66,22 +66,20 @@ void hapi_db(hreq *r) {
     return;
   case HM_GET:
   case HM_HEAD: {
-    if (hreq_open_db(r)) return;
     store_db_info in;
     int64_t pseq = 0;
-    int rc = store_db_info_get(r->db, &in);
-    if (!rc) rc = store_db_get_purge_seq(r->db, &pseq);
+    int rc = store_db_info_get(r->app->db, &in);
+    if (!rc) rc = store_db_get_purge_seq(r->app->db, &pseq);
     if (rc) {
       hres_err(r, rc);
       return;
     }
     json_w w;
     hres_jw(r, 200, &w);
-    hapi__db_info(&w, r->db, &in, pseq);
+    hapi__db_info(&w, r->app->db, &in, pseq);
     return;
   }
   case HM_POST:
-    if (hreq_open_db(r)) return;
     hapi_doc_post(r);
     return;
   default:
@@ -90,15 +88,10 @@ void hapi_db(hreq *r) {
 }
 
 void hapi_revs_limit(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_PUT) {
-    hres_method(r, "GET,PUT");
-    return;
-  }
-  if (hreq_open_db(r)) return;
   int64_t n;
   int rc;
   if (r->method == HM_GET) {
-    rc = store_db_get_revs_limit(r->db, &n);
+    rc = store_db_get_revs_limit(r->app->db, &n);
     if (!rc) {
       json_w w;
       hres_jw(r, 200, &w);
@@ -106,12 +99,12 @@ void hapi_revs_limit(hreq *r) {
     }
   } else {
     json_val *v;
-    if (auth_db_admin(r) || hreq_json_body(r, 0, &v)) return;
+    if (api_db_admin(r) || hreq_json_body(r, 0, &v)) return;
     if (v->type != JSON_NUMBER || json_num_int64(v->u.s, v->len, &n) || n < 1) {
       hres_errs(r, 400, "bad_request", "revs_limit must be a positive integer");
       return;
     }
-    rc = store_db_set_revs_limit(r->db, n);
+    rc = store_db_set_revs_limit(r->app->db, n);
     if (!rc) hres_ok(r, 200);
   }
   if (rc) hres_err(r, rc);
@@ -133,41 +126,25 @@ static int sec_part_ok(const json_val *p) {
 }
 
 void hapi_security(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_PUT) {
-    hres_method(r, "GET,PUT");
-    return;
-  }
-  if (hreq_open_db(r)) return;
   int rc;
   if (r->method == HM_GET) {
     json_val *sec;
-    rc = auth_security(r, &sec); /* never set: [couchdb] default_security's object */
+    rc = api_security(r, &sec); /* never set: [couchdb] default_security's object */
     if (!rc) hres_json(r, 200, sec);
   } else {
     json_val *sec;
-    if (auth_db_admin(r) || hreq_json_body(r, 1, &sec)) return;
+    if (api_db_admin(r) || hreq_json_body(r, 1, &sec)) return;
     if (!sec_part_ok(json_obj_getz(sec, "admins")) || !sec_part_ok(json_obj_getz(sec, "members"))) {
       hres_errs(r, 400, "bad_request", "names and roles must be arrays of strings");
       return;
     }
-    rc = store_db_set_security(r->db, sec);
+    rc = store_db_set_security(r->app->db, sec);
     if (!rc) hres_ok(r, 200);
   }
   if (rc) hres_err(r, rc);
 }
 
-/* POST with a JSON content type, on an existing database. */
-static int maintenance_pre(hreq *r) {
-  if (r->method != HM_POST) {
-    hres_method(r, "POST");
-    return -1;
-  }
-  if (hreq_open_db(r) || hreq_need_json(r)) return -1;
-  return 0;
-}
-
 void hapi_compact(hreq *r) {
-  if (maintenance_pre(r)) return;
   if (r->nseg == 3) { /* /_compact/{ddoc}: the design doc must exist */
     char id[8 + 4096 + 1];
     size_t n = r->seg_len[2];
@@ -175,7 +152,7 @@ void hapi_compact(hreq *r) {
     memcpy(id, "_design/", 8);
     memcpy(id + 8, r->seg[2], n);
     json_val *d;
-    int rc = store_doc_get(r->db, id, 8 + n, NULL, 0, &r->a, &d);
+    int rc = store_doc_get(r->app->db, id, 8 + n, NULL, 0, &r->a, &d);
     if (rc) {
       hres_err(r, rc);
       return;
@@ -185,17 +162,30 @@ void hapi_compact(hreq *r) {
 }
 
 void hapi_view_cleanup(hreq *r) {
-  if (maintenance_pre(r)) return;
   hres_ok(r, 202);
 }
 
 void hapi_ensure_full_commit(hreq *r) {
-  if (r->method != HM_POST) {
-    hres_method(r, "POST");
-    return;
-  }
-  if (hreq_open_db(r)) return;
   json_w w;
   hres_jw(r, 201, &w);
   json_w_raw(&w, "{\"ok\":true,\"instance_start_time\":\"0\"}", 37);
 }
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static const http_route routes[] = {
+    {M(PUT) | M(DELETE), "/{db}", API_SERVER_ADMIN, hapi_db},
+    {HTTP_ANY, "/{db}", API_NEEDS_DB, hapi_db},
+    {M(GET) | M(PUT), "/{db}/_revs_limit", API_NEEDS_DB, hapi_revs_limit},
+    {M(GET) | M(PUT), "/{db}/_security", API_NEEDS_DB, hapi_security},
+    /* POST with a JSON content type, on an existing database */
+    {M(POST), "/{db}/_compact", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_compact},
+    {M(POST), "/{db}/_compact/{any}", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_compact},
+    {M(POST), "/{db}/_view_cleanup", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_view_cleanup},
+    {M(POST), "/{db}/_ensure_full_commit", API_NEEDS_DB, hapi_ensure_full_commit},
+    /* later issues */
+    {HTTP_ANY, "/{db}/_find", 0, hapi_not_yet},
+    {HTTP_ANY, "/{db}/_index", 0, hapi_not_yet},
+    {HTTP_ANY, "/{db}/_explain", 0, hapi_not_yet},
+};
+const api_routes api_db_routes = API_TABLE(routes);

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http/multipart.h"
+#include "util/multipart.h"
 #include "util/alloc.h"
 
 enum {

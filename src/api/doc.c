@@ -1,4 +1,4 @@
-/* h_doc.c — the document endpoints of the CouchDB API: GET/HEAD, PUT,
+/* doc.c — the document endpoints of the CouchDB API: GET/HEAD, PUT,
  * DELETE, COPY and POST on /{db}/{docid}, /{db}/_design/{name} and
  * /{db}/_local/{name}, and POST /{db} (a new document, called by hapi_db).
  *
@@ -14,7 +14,7 @@
  * their revs are "0-N", they never show in _changes and take no
  * attachments.
  *
- * Attachments at the document level go through hatt.c: inline `data`,
+ * Attachments at the document level go through api/docatt.c: inline `data`,
  * stubs and "follows" in written documents, multipart/related PUT bodies
  * (the CouchDB replicator's form; streamed through a body sink, so an
  * attachment of any size passes in bounded memory: hapi_doc_mp_begin),
@@ -23,16 +23,16 @@
  * asks for one, and open_revs as multipart/mixed.
  *
  * Not here: the standalone attachment endpoints /{db}/{docid}/{att…} and
- * the multipart/form-data POST (h_att.c), _bulk_docs (h_bulk.c).
+ * the multipart/form-data POST (api/att.c), _bulk_docs (api/bulk.c).
  */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "http/auth.h"
+#include "api/api.h"
 #include "http/hparse.h"
-#include "http/http_int.h"
-#include "http/users.h"
+#include "api/api.h"
+#include "auth/users.h"
 #include "util/alloc.h"
 #include "http/url.h"
 
@@ -267,7 +267,7 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
       break;
     case STORE_MEMBER_ATTACHMENTS:
       if (m->val->type != JSON_OBJECT) return bad_member(r, m);
-      break; /* store_edit_from_json reads them; hatt.c readies their content */
+      break; /* store_edit_from_json reads them; api/docatt.c readies their content */
     case STORE_MEMBER_USER:
     case STORE_MEMBER_IGNORED:
     case STORE_MEMBER_KEPT:
@@ -478,7 +478,7 @@ static void open_revs_multipart(hreq *r, const docq *q, json_val *res) {
     json_val *doc = json_obj_getz(res->u.items[i], "ok");
     store_att *send = NULL;
     size_t ns = 0;
-    if (doc) rc = hatt_doc(r->db, &r->a, doc, &ro, &send, &ns);
+    if (doc) rc = hatt_doc(r->app->db, &r->a, doc, &ro, &send, &ns);
     if (rc) break;
     if (!doc) buf_puts(&b, "\r\nContent-Type: application/json; error=\"true\"\r\n\r\n");
     else if (ns) buf_printf(&b, "\r\nContent-Type: multipart/related; boundary=\"%s\"\r\n\r\n", inner);
@@ -538,7 +538,7 @@ static void doc_open_revs(hreq *r, const docq *q) {
   int mp = r->method == HM_GET && hparse_accepts_any(hreq_hdr(r, "Accept"), "multipart/mixed");
   int flags = (q->flags & (STORE_REVS | STORE_ATT_INFO)) | (q->latest ? STORE_LATEST : 0) | (mp ? STORE_ATT_INFO : 0);
   json_val *out = NULL;
-  if (q->open_revs == 1 || n) rc = store_doc_open_revs(r->db, r->docid, r->docid_len, revs, n, flags, &r->a, &out);
+  if (q->open_revs == 1 || n) rc = store_doc_open_revs(r->app->db, r->app->docid, r->app->docid_len, revs, n, flags, &r->a, &out);
   else out = json_new_array(&r->a);
   if (!rc && !out) rc = DV_ENOMEM;
   for (size_t i = 0; !rc && bad && i < bad->len; i++) rc = json_arr_push(&r->a, out, bad->u.items[i]);
@@ -552,7 +552,7 @@ static void doc_open_revs(hreq *r, const docq *q) {
   }
   hatt_ro ro = {.data = q->atts || q->atts_since, .since = q->atts_since};
   for (size_t i = 0; !rc && ro.data && i < out->len; i++)
-    rc = hatt_doc(r->db, &r->a, json_obj_getz(out->u.items[i], "ok"), &ro, NULL, NULL);
+    rc = hatt_doc(r->app->db, &r->a, json_obj_getz(out->u.items[i], "ok"), &ro, NULL, NULL);
   if (rc) {
     read_err(r, rc);
     return;
@@ -582,23 +582,23 @@ static void doc_get(hreq *r, const docq *q) {
   json_val *doc = NULL;
   int tries = 0;
 again:;
-  int rc = store_doc_get(r->db, r->docid, r->docid_len, rp, flags, &r->a, &doc);
+  int rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, rp, flags, &r->a, &doc);
   if (rc == DV_EDELETED && q->deleted) {
     store_leaf *lv;
     size_t nl;
-    rc = store_doc_leaves(r->db, r->docid, r->docid_len, &r->a, &lv, &nl);
-    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, &lv[0].rev, flags, &r->a, &doc);
+    rc = store_doc_leaves(r->app->db, r->app->docid, r->app->docid_len, &r->a, &lv, &nl);
+    if (!rc) rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, &lv[0].rev, flags, &r->a, &doc);
   }
   if (rc) {
     read_err(r, rc);
     return;
   }
-  if (auth_is_users_db(r) && !r->is_admin && !r->db_admin) {
-    users_ctx u = {.name = r->user, .is_admin = 0};
-    char *pub = config_get(hsrv_config(r->srv), "chttpd_auth", "public_fields");
+  if (api_is_users_db(r) && !r->app->is_admin && !r->app->db_admin) {
+    users_ctx u = {.name = r->app->user, .is_admin = 0};
+    char *pub = config_get(api_config(r), "chttpd_auth", "public_fields");
     users_err e = {0};
     json_val *out;
-    rc = users_check_read(&r->a, &u, r->docid, r->docid_len, doc, pub, &out, &e);
+    rc = users_check_read(&r->a, &u, r->app->docid, r->app->docid_len, doc, pub, &out, &e);
     dv_free(pub);
     if (rc) {
       hres_errs(r, e.status ? e.status : 404, e.error ? e.error : "not_found", e.reason ? e.reason : "missing");
@@ -610,7 +610,7 @@ again:;
   size_t ns = 0;
   if (with_atts) {
     hatt_ro ro = {.data = 1, .follows = mp, .since = q->atts_since};
-    rc = hatt_doc(r->db, &r->a, doc, &ro, &send, &ns);
+    rc = hatt_doc(r->app->db, &r->a, doc, &ro, &send, &ns);
     if (rc == DV_EATT_GONE && !rp && ++tries < 3) goto again; /* the winner moved on meanwhile */
     if (rc) {
       read_err(r, rc);
@@ -641,7 +641,7 @@ static void local_get(hreq *r, const docq *q) {
     return;
   }
   json_val *doc = NULL;
-  int rc = store_local_get(r->db, r->docid, r->docid_len, &r->a, &doc);
+  int rc = store_local_get(r->app->db, r->app->docid, r->app->docid_len, &r->a, &doc);
   if (rc) {
     read_err(r, rc);
     return;
@@ -686,12 +686,11 @@ static const wans ANS_POST = {201, 201, 0, 1};
  * (*doc replaced); the _users rules answer from the store's edit (the users
  * database's validator, auth.c). doc NULL: a deletion. -1 with the error
  * written. */
+/* api_may_write, its refusal written. */
 static int write_allowed(hreq *r, const char *id, size_t n, json_val **doc) {
-  if (has_prefix(id, n, "_design/") && auth_db_admin(r)) return -1;
-  if (doc && !is_local(id, n) && hrepl_doc_check(r, *doc)) return -1;
-  if (!doc || is_local(id, n)) return 0;
-  int rc = auth_users_prepare(r, id, n, *doc, doc);
-  if (rc) hres_err(r, rc);
+  const char *why;
+  int rc = api_may_write(r, id, n, 0, doc, &why);
+  if (rc) hres_errw(r, rc, why);
   return rc ? -1 : 0;
 }
 
@@ -719,7 +718,7 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
     return;
   }
   int64_t nrev = 0;
-  rc = store_local_put(r->db, id, n, e.body, cur, e.deleted, local_flags(r), &nrev);
+  rc = store_local_put(r->app->db, id, n, e.body, cur, e.deleted, local_flags(r), &nrev);
   if (rc == DV_ENOT_FOUND && e.deleted) rc = 0; /* deleting nothing: CouchDB answers 0-0 */
   if (batch) {
     hres_written(r, 202, id, n, NULL, 0, 0);
@@ -745,8 +744,8 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
   }
   store_wctx wc;
   store_user su;
-  auth_wctx(r, &wc, &su);
-  rc = store_update(r->db, &wc, e, 1, new_edits);
+  api_wctx(r, &wc, &su);
+  rc = store_update(r->app->db, &wc, e, 1, new_edits);
   if (batch && !(!rc && e->why)) { /* CouchDB answers before it writes; errors only reach its log
                                      (a validator's refusal came first, as it did before the hooks) */
     hres_written(r, 202, e->id, e->id_len, NULL, 0, 0);
@@ -786,7 +785,7 @@ static int put_doc(putctx *c, json_val *doc, store_edit **out) {
   if (pick_rev(r, have_b ? &brev : NULL, q->rev, q->rev_len, &rev, &have)) return -1;
   prefer_revisions(doc);
   if (c->local) {
-    local_write(r, doc, r->docid, r->docid_len, &rev, have, c->batch, &ANS_PUT);
+    local_write(r, doc, r->app->docid, r->app->docid_len, &rev, have, c->batch, &ANS_PUT);
     return -1;
   }
   if (!q->new_edits && !have) {
@@ -800,14 +799,14 @@ static int put_doc(putctx *c, json_val *doc, store_edit **out) {
       return -1;
     }
   }
-  if (write_allowed(r, r->docid, r->docid_len, &doc)) return -1;
+  if (write_allowed(r, r->app->docid, r->app->docid_len, &doc)) return -1;
   int rc = store_edit_from_json(&r->a, doc, q->new_edits, &c->e);
   if (rc) {
-    write_err_why(r, rc, r->docid, r->docid_len, hatt_reason(r, rc, doc, NULL));
+    write_err_why(r, rc, r->app->docid, r->app->docid_len, hatt_reason(r, rc, doc, NULL));
     return -1;
   }
-  c->e.id = r->docid; /* the URL names the document, whatever _id says */
-  c->e.id_len = r->docid_len;
+  c->e.id = r->app->docid; /* the URL names the document, whatever _id says */
+  c->e.id_len = r->app->docid_len;
   *out = &c->e;
   return 0;
 }
@@ -830,7 +829,7 @@ static int is_mp_related(const char *ct) { return ct && hparse_media_is(ct, strl
 /* PUT /{db}/{docid}: a JSON document, or a multipart/related body (the
  * document, then the content of its "follows" attachments). */
 static void doc_put(hreq *r, const docq *q, int local) {
-  if (hreq_docid_ok(r, r->docid, r->docid_len, 1)) return;
+  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 1)) return;
   putctx c = {.r = r, .q = q, .local = local, .batch = batch_ok(r)};
   hatt_w *w = hatt_w_new(r);
   if (!w) {
@@ -850,8 +849,8 @@ static void doc_put(hreq *r, const docq *q, int local) {
 
 /* ---- PUT /{db}/{docid} with a multipart/related body, streamed ----------------
  *
- * server.c hands such a body to a sink (hatt_upload_match, then
- * hapi_doc_mp_begin after authentication) instead of reading it into
+ * The route (HTTP_STREAM_BODY | HTTP_MULTIPART, below) hands such a body to
+ * the sink hapi_doc_mp_begin sets after authentication instead of reading it into
  * r->body: the pieces go through hatt_mp_feed as they arrive, so only the
  * JSON part is held in memory (at most max_body bytes) while each
  * attachment part is checked and written to a store upload piecewise. At
@@ -889,8 +888,7 @@ static void mp_put_done(void *arg) {
 static const hsink_ops MP_PUT_OPS = {mp_put_write, mp_put_finish, mp_put_done};
 
 void hapi_doc_mp_begin(hreq *r) {
-  if (hreq_open_db(r)) return;
-  if (r->users_doc && !r->db_admin && hq_get(r, "open_revs", NULL)) { /* as hapi_doc */
+  if (r->app->users_doc && !r->app->db_admin && hq_get(r, "open_revs", NULL)) { /* as hapi_doc */
     hres_errs(r, 403, "forbidden", "Only admins may do this in the users database.");
     return;
   }
@@ -899,13 +897,13 @@ void hapi_doc_mp_begin(hreq *r) {
     hres_err(r, DV_ENOMEM);
     return;
   }
-  if (parse_docq(r, &u->q) || hreq_docid_ok(r, r->docid, r->docid_len, 1)) return;
+  if (parse_docq(r, &u->q) || hreq_docid_ok(r, r->app->docid, r->app->docid_len, 1)) return;
   u->c = (putctx){.r = r, .q = &u->q, .local = 0, .batch = batch_ok(r)};
   if (!(u->w = hatt_w_new(r))) {
     hres_err(r, DV_ENOMEM);
     return;
   }
-  if (hatt_mp_begin(u->w, hreq_hdr(r, "Content-Type"), hsrv_opts(r->srv)->max_body, put_mp_json, &u->c, &u->m)) {
+  if (hatt_mp_begin(u->w, hreq_hdr(r, "Content-Type"), api_srv_of(r)->max_body, put_mp_json, &u->c, &u->m)) {
     hatt_w_done(u->w);
     return;
   }
@@ -919,7 +917,7 @@ static void doc_delete(hreq *r, int local) {
   const char *qs = hq_get(r, "rev", &qn);
   if (local) {
     json_val *cur;
-    int rc = store_local_get(r->db, r->docid, r->docid_len, &r->a, &cur);
+    int rc = store_local_get(r->app->db, r->app->docid, r->app->docid_len, &r->a, &cur);
     if (rc) {
       read_err(r, rc);
       return;
@@ -929,15 +927,15 @@ static void doc_delete(hreq *r, int local) {
     if (pick_rev(r, NULL, qs, qn, &rev, &have)) return;
     int64_t n;
     if (local_rev(r, &rev, have, &n)) return;
-    rc = store_local_put(r->db, r->docid, r->docid_len, NULL, n, 1, local_flags(r), NULL);
+    rc = store_local_put(r->app->db, r->app->docid, r->app->docid_len, NULL, n, 1, local_flags(r), NULL);
     if (rc == DV_ENOT_FOUND) rc = DV_ECONFLICT; /* deleted meanwhile */
-    if (rc) write_err(r, rc, r->docid, r->docid_len);
-    else hres_written(r, ANS_DELETE.deleted, r->docid, r->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);
+    if (rc) write_err(r, rc, r->app->docid, r->app->docid_len);
+    else hres_written(r, ANS_DELETE.deleted, r->app->docid, r->app->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);
     return;
   }
   store_leaf *lv;
   size_t nl;
-  int rc = store_doc_leaves(r->db, r->docid, r->docid_len, &r->a, &lv, &nl);
+  int rc = store_doc_leaves(r->app->db, r->app->docid, r->app->docid_len, &r->a, &lv, &nl);
   if (!rc && lv[0].deleted) rc = DV_EDELETED;
   if (rc) {
     read_err(r, rc);
@@ -946,11 +944,11 @@ static void doc_delete(hreq *r, int local) {
   trev rev;
   int have;
   if (pick_rev(r, NULL, qs, qn, &rev, &have)) return;
-  if (write_allowed(r, r->docid, r->docid_len, NULL)) return;
+  if (write_allowed(r, r->app->docid, r->app->docid_len, NULL)) return;
   store_edit e;
   memset(&e, 0, sizeof e);
-  e.id = r->docid;
-  e.id_len = r->docid_len;
+  e.id = r->app->docid;
+  e.id_len = r->app->docid_len;
   e.deleted = 1;
   if (have && store_rev_parse(rev.s, rev.n, &r->a, &e.parent)) {
     hres_err(r, DV_ECONFLICT); /* a rev the store cannot hold is no leaf of this doc */
@@ -995,13 +993,13 @@ static void doc_copy(hreq *r, int local) {
   json_val *src = NULL;
   int rc;
   if (local) {
-    rc = store_local_get(r->db, r->docid, r->docid_len, &r->a, &src);
+    rc = store_local_get(r->app->db, r->app->docid, r->app->docid_len, &r->a, &src);
     const json_val *cur = rc ? NULL : json_obj_getz(src, "_rev");
     if (!rc && have_s && (!cur || cur->len != srev.n || memcmp(cur->u.s, srev.s, srev.n))) rc = DV_ENOT_FOUND;
   } else {
     store_rev rv;
     rc = have_s && store_rev_parse(srev.s, srev.n, &r->a, &rv) ? DV_ENOT_FOUND : 0;
-    if (!rc) rc = store_doc_get(r->db, r->docid, r->docid_len, have_s ? &rv : NULL, 0, &r->a, &src);
+    if (!rc) rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, have_s ? &rv : NULL, 0, &r->a, &src);
   }
   if (rc) {
     read_err(r, rc);
@@ -1045,17 +1043,17 @@ static void doc_copy(hreq *r, int local) {
   hatt_w *w = hatt_w_new(r);
   if (!w) rc = DV_ENOMEM;
   else if (srv && srv->type == JSON_STRING && !store_rev_parse(srv->u.s, srv->len, &r->a, &from))
-    rc = hatt_copy(w, r->docid, r->docid_len, &from, &e);
+    rc = hatt_copy(w, r->app->docid, r->app->docid_len, &from, &e);
   if (rc) write_err(r, rc, tid, tn);
   else edit_write(r, &e, 1, 0, &ANS_COPY, w);
   hatt_w_done(w);
 }
 
 /* POST /{db}/{docid} is CouchDB's multipart/form-data attachment upload
- * (h_att.c). */
+ * (api/att.c). */
 static void doc_form_post(hreq *r) { hapi_doc_form(r); }
 
-/* /{db}/{docid}/{attachment…} (h_att.c; it refuses _local documents). */
+/* /{db}/{docid}/{attachment…} (api/att.c; it refuses _local documents). */
 static void att_req(hreq *r, int local) {
   (void)local;
   hapi_att(r);
@@ -1064,14 +1062,13 @@ static void att_req(hreq *r, int local) {
 /* ---- entry points ---------------------------------------------------------- */
 
 void hapi_doc(hreq *r) {
-  if (hreq_open_db(r)) return;
-  int local = is_local(r->docid, r->docid_len);
-  if (r->users_doc && !r->db_admin && (r->sub || local || hq_get(r, "open_revs", NULL))) {
+  int local = is_local(r->app->docid, r->app->docid_len);
+  if (r->app->users_doc && !r->app->db_admin && (r->app->sub || local || hq_get(r, "open_revs", NULL))) {
     /* a _users document outside a member's rights: only its plain form */
     hres_errs(r, 403, "forbidden", "Only admins may do this in the users database.");
     return;
   }
-  if (r->sub) {
+  if (r->app->sub) {
     att_req(r, local);
     return;
   }
@@ -1151,3 +1148,34 @@ void hapi_doc_post(hreq *r) {
   edit_write(r, &e, 1, batch, &ANS_POST, w);
   hatt_w_done(w);
 }
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static void no_design_id(hreq *r) { hres_errw(r, DV_EBAD_DOCID, "Illegal document id `_design/`"); }
+static void no_local_id(hreq *r) { hres_errw(r, DV_EBAD_DOCID, "Illegal document id `_local/`"); }
+
+#define DOC (API_NEEDS_DB | API_DOC)
+
+/* After every other table (route.c): "{id}" takes any segment. */
+static const http_route routes[] = {
+    {HTTP_ANY, "/{db}/_design", 0, no_design_id},
+    {HTTP_ANY, "/{db}/_local", 0, no_local_id},
+    {HTTP_ANY, "/{db}/_design/{any}/{_}", 0, hapi_not_yet},
+    {HTTP_ANY, "/{db}/_design/{any}/{_}/{rest}", 0, hapi_not_yet},
+    /* a PUT of a document with its attachments (multipart/related) or of
+     * one attachment streams its body (the row of the same pattern right
+     * after it takes the rest) */
+    {M(PUT), "/{db}/_design/{id}", DOC | HTTP_STREAM_BODY | HTTP_MULTIPART, hapi_doc_mp_begin},
+    {HTTP_ANY, "/{db}/_design/{id}", DOC, hapi_doc},
+    {M(PUT), "/{db}/_design/{id}/{rest}", DOC | HTTP_STREAM_BODY, hatt_upload_begin},
+    {HTTP_ANY, "/{db}/_design/{id}/{rest}", DOC, hapi_doc},
+    {HTTP_ANY, "/{db}/_local/{id}", DOC, hapi_doc},
+    {HTTP_ANY, "/{db}/_local/{id}/{rest}", DOC, hapi_doc},
+    {HTTP_ANY, "/{db}/{_}/{rest}", 0, hapi_missing}, /* no such database endpoint */
+    {HTTP_ANY, "/{db}/{_id}", DOC, hapi_doc},        /* "_design%2Fx", or an id it refuses */
+    {M(PUT), "/{db}/{id}", DOC | HTTP_STREAM_BODY | HTTP_MULTIPART, hapi_doc_mp_begin},
+    {HTTP_ANY, "/{db}/{id}", DOC, hapi_doc},
+    {M(PUT), "/{db}/{id}/{rest}", DOC | HTTP_STREAM_BODY, hatt_upload_begin},
+    {HTTP_ANY, "/{db}/{id}/{rest}", DOC, hapi_doc},
+};
+const api_routes api_doc_routes = API_TABLE(routes);

@@ -1,4 +1,4 @@
-/* h_changes.c — the two streamed feeds of the CouchDB API: a database's
+/* changes.c — the two streamed feeds of the CouchDB API: a database's
  * `_changes` (GET and POST /{db}/_changes) and the server's `/_db_updates`.
  *
  * Both answer in CouchDB 3.x's four shapes: `normal` and `longpoll` are one
@@ -8,7 +8,7 @@
  * chttpd's: the opening "{\"results\":[\n", rows separated by ",\r\n", the
  * closing "\n],\n\"last_seq\":…}\n".
  *
- * A feed is an hfeed (http_int.h): the handler checks the parameters and
+ * A feed is an hfeed (http/http.h): the handler checks the parameters and
  * answers errors itself, then hands a heap-allocated state to hres_feed and
  * returns. From then on the server calls `lf_step`, which reads one batch of
  * rows from the store per call (a few hundred, so a 100k-row answer never
@@ -22,14 +22,14 @@
  *
  * Not here: JavaScript filters (`filter=ddoc/name` and `_view` answer 501
  * until the query server exists), the normal feed's ETag. Included documents
- * carry their attachments' content with attachments=true (hatt.c).
+ * carry their attachments' content with attachments=true (api/docatt.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "http/http_int.h"
+#include "api/api.h"
 #include "index/mango.h"
 #include "util/alloc.h"
 
@@ -556,7 +556,7 @@ static int ddoc_member(hreq *r, const char *ddoc, size_t ddoc_len, const char *m
   memcpy(id + 8, ddoc, ddoc_len);
   id[idn] = 0;
   json_val *doc;
-  int rc = store_doc_get(r->db, id, idn, NULL, 0, &r->a, &doc);
+  int rc = store_doc_get(r->app->db, id, idn, NULL, 0, &r->a, &doc);
   if (rc) {
     hres_err(r, rc);
     return -1;
@@ -677,11 +677,6 @@ void hapi_changes(hreq *r) {
   json_val *body = NULL;
   int feed;
   int64_t limit = -1, timeout = -1, heartbeat = 0, seq_interval = 0;
-  if (r->method != HM_GET && r->method != HM_HEAD && r->method != HM_POST) {
-    hres_method(r, "GET,HEAD,POST");
-    return;
-  }
-  if (hreq_open_db(r)) return;
   if (r->method == HM_POST) {
     if (hreq_need_json(r)) return;
     if (r->body_len && hreq_json_body(r, 1, &body)) return;
@@ -761,7 +756,7 @@ void hapi_changes(hreq *r) {
     }
   } else if (since || (descending && feed != FEED_NORMAL)) {
     /* "now"; a live feed asked for descending starts there too, as CouchDB */
-    rc = db_now(r->db, &c->l.pos);
+    rc = db_now(r->app->db, &c->l.pos);
     if (rc) {
       hres_err(r, rc);
       goto fail;
@@ -772,7 +767,7 @@ void hapi_changes(hreq *r) {
     memset(&c->l.pos, 0, sizeof c->l.pos);
   }
   c->from_zero = store_seq_is_zero(&c->l.pos);
-  rc = store_db_open(hsrv_store(r->srv), r->db_name, &c->db);
+  rc = store_db_open(api_store(r), r->app->db_name, &c->db);
   if (rc) {
     hres_err(r, rc);
     goto fail;
@@ -946,7 +941,7 @@ void hapi_db_updates(hreq *r) {
     return;
   }
   arena_init(&d->a, 0);
-  d->s = hsrv_store(r->srv);
+  d->s = api_store(r);
   lf_init(&d->l, &du_kind, feed, limit, heartbeat, timeout);
   int descending = q_true(r, "descending");
   size_t n;
@@ -975,3 +970,11 @@ void hapi_db_updates(hreq *r) {
     hres_feed(r, 200, "application/json", &lf_ops, d);
   }
 }
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static const http_route routes[] = {
+    {M(GET) | M(HEAD) | M(POST), "/{db}/_changes", API_NEEDS_DB | API_SYSDB_ADMIN, hapi_changes},
+    {HTTP_ANY, "/_db_updates", API_SERVER_ADMIN, hapi_db_updates},
+};
+const api_routes api_changes_routes = API_TABLE(routes);

@@ -9,7 +9,7 @@
  * bytes as they are, "}" the part ends. */
 #include <stdint.h>
 
-#include "http/multipart.h"
+#include "util/multipart.h"
 #include "test.h"
 #include "util/alloc.h"
 #include "util/buf.h"

@@ -1,4 +1,4 @@
-/* h_repl.c — the replicator's endpoints (src/repl does the work):
+/* repl.c — the replicator's endpoints (src/repl does the work):
  *
  *   POST /_replicate                 one-shot: the request waits (deferred,
  *                                    no pool thread held) for the job's
@@ -15,11 +15,11 @@
  */
 #include <string.h>
 
-#include "http/auth.h"
+#include "api/api.h"
 #include "repl/repl.h"
 
 static int mgr_or_fail(hreq *r, repl_mgr **m) {
-  *m = hsrv_repl(r->srv);
+  *m = api_srv_of(r)->repl;
   if (*m) return 0;
   hres_errs(r, 500, "internal_server_error", "The replicator is not running.");
   return -1;
@@ -40,13 +40,9 @@ static void replicate_done(void *arg, repl_result *res) {
 }
 
 void hapi_replicate(hreq *r) {
-  if (r->method != HM_POST) {
-    hres_method(r, "POST");
-    return;
-  }
   repl_mgr *m;
-  json_val *body;
-  if (mgr_or_fail(r, &m) || hreq_need_json(r) || hreq_json_body(r, 1, &body)) return;
+  json_val *body = r->json;
+  if (mgr_or_fail(r, &m)) return;
   repl_spec s;
   const char *reason;
   if (repl_spec_parse(&r->a, body, &s, &reason)) {
@@ -54,19 +50,19 @@ void hapi_replicate(hreq *r) {
     return;
   }
   /* The replication acts as the requester on local databases. */
-  s.user = (char *)r->user;
-  s.roles = arena_alloc(&r->a, ((size_t)r->nroles + 1) * sizeof *s.roles);
+  s.user = (char *)r->app->user;
+  s.roles = arena_alloc(&r->a, ((size_t)r->app->nroles + 1) * sizeof *s.roles);
   if (!s.roles) {
     hres_err(r, DV_ENOMEM);
     return;
   }
   s.nroles = 0;
   int has_admin = 0;
-  for (int i = 0; i < r->nroles; i++) {
-    s.roles[s.nroles++] = (char *)r->roles[i];
-    has_admin |= !strcmp(r->roles[i], "_admin");
+  for (int i = 0; i < r->app->nroles; i++) {
+    s.roles[s.nroles++] = (char *)r->app->roles[i];
+    has_admin |= !strcmp(r->app->roles[i], "_admin");
   }
-  if (r->is_admin && !has_admin) s.roles[s.nroles++] = "_admin"; /* [admins] carry no roles */
+  if (r->app->is_admin && !has_admin) s.roles[s.nroles++] = "_admin"; /* [admins] carry no roles */
   char id[REPL_ID_MAX];
   if (s.cancel) {
     int rc = repl_submit(m, &s, NULL, NULL, id);
@@ -128,10 +124,6 @@ static void answer(hreq *r, int rc, dv_buf *b, const char *what) {
 }
 
 void hapi_scheduler(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_HEAD) {
-    hres_method(r, "GET,HEAD");
-    return;
-  }
   repl_mgr *m;
   if (mgr_or_fail(r, &m)) return;
   int64_t skip = 0, limit = -1;
@@ -162,7 +154,7 @@ void hapi_scheduler(hreq *r) {
 }
 
 void hapi_repl_tasks(hreq *r) {
-  repl_mgr *m = hsrv_repl(r->srv);
+  repl_mgr *m = api_srv_of(r)->repl;
   dv_buf b;
   buf_init(&b);
   if (!m) {
@@ -174,10 +166,14 @@ void hapi_repl_tasks(hreq *r) {
   answer(r, repl_tasks_json(m, &b), &b, "");
 }
 
-int hrepl_doc_check(hreq *r, const json_val *doc) {
-  if (!r->db_name || !repl_is_replicator_db(r->db_name, strlen(r->db_name))) return 0;
-  const char *reason;
-  if (!repl_doc_validate(&r->a, doc, r->user, r->is_admin, &reason)) return 0;
-  hres_errs(r, 403, "forbidden", reason);
-  return -1;
-}
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static const http_route routes[] = {
+    /* as CouchDB's chttpd_auth_request: anyone may ask for a replication;
+     * it acts on local databases as them */
+    {M(POST), "/_replicate", HTTP_JSON_OBJECT, hapi_replicate},
+    {GET_HEAD, "/_scheduler", API_SERVER_ADMIN, hapi_scheduler},
+    {GET_HEAD, "/_scheduler/{rest}", API_SERVER_ADMIN, hapi_scheduler},
+};
+const api_routes api_repl_routes = API_TABLE(routes);

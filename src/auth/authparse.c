@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http/authparse.h"
-#include "http/crypto.h"
+#include "auth/authparse.h"
+#include "auth/crypto.h"
 
 #define COOKIE_NAME "AuthSession"
 

@@ -1,13 +1,12 @@
-/* h_att.c — the standalone attachment endpoints of the CouchDB API: PUT,
+/* att.c — the standalone attachment endpoints of the CouchDB API: PUT,
  * GET, HEAD and DELETE on /{db}/{docid}/{attname} (the name is every path
  * segment after the document id, joined with '/', so it may hold slashes),
  * and POST /{db}/{docid} with multipart/form-data (Fauxton's upload form).
  *
  * Both directions stream, so memory stays bounded whatever the size:
  *
- *   PUT   server.c picks the upload before any body byte is read
- *         (hatt_upload_match, which also picks a document PUT with a
- *         multipart/related body for h_doc.c), authenticates it, and calls
+ *   PUT   a route flagged HTTP_STREAM_BODY (doc.c's table): the engine
+ *         authenticates it before any body byte is read and calls
  *         hatt_upload_begin: every check that needs no body, including the
  *         read of the parent revision, so a conflict is answered without
  *         reading a gigabyte first. Each piece of the body then comes to
@@ -30,7 +29,7 @@
  * the POST clause of db_doc_req for forms), with its error texts.
  *
  * Not here: inline (base64) and multipart/related attachments inside
- * document bodies (h_doc.c, h_bulk.c), how the bytes are stored
+ * document bodies (doc.c, bulk.c, docatt.c), how the bytes are stored
  * (store/att.c).
  */
 #include <microhttpd.h>
@@ -39,10 +38,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http/auth.h"
+#include "api/api.h"
 #include "http/hparse.h"
-#include "http/http_int.h"
-#include "http/multipart.h"
+#include "api/api.h"
+#include "util/multipart.h"
 #include "util/alloc.h"
 #include "util/b64.h"
 #include "util/gz.h"
@@ -64,12 +63,8 @@ static int has_prefix(const char *s, size_t n, const char *p) {
 
 static int is_local(const char *id, size_t n) { return n > 7 && has_prefix(id, n, "_local/"); }
 
-static int seg_is(const hreq *r, int i, const char *s) {
-  return i < r->nseg && r->seg_len[i] == strlen(s) && !memcmp(r->seg[i], s, r->seg_len[i]);
-}
-
 /* An error of a read: no such document is "missing", a deleted winner
- * "deleted" (as h_doc.c answers them). */
+ * "deleted" (as api/doc.c answers them). */
 static void read_err(hreq *r, int rc) {
   if (rc == DV_ENOT_FOUND || rc == DV_EBAD_DOCID) hres_errs(r, 404, "not_found", "missing");
   else if (rc == DV_EDELETED) hres_errs(r, 404, "not_found", "deleted");
@@ -78,7 +73,7 @@ static void read_err(hreq *r, int rc) {
 
 /* An error of a write: a document over max_document_size names it. */
 static void write_err(hreq *r, int rc) {
-  if (rc == DV_EDOC_TOO_LARGE) hres_errs(r, 413, "document_too_large", r->docid);
+  if (rc == DV_EDOC_TOO_LARGE) hres_errs(r, 413, "document_too_large", r->app->docid);
   else hres_err(r, rc);
 }
 
@@ -86,15 +81,15 @@ static void write_err(hreq *r, int rc) {
  * (chttpd: {{not_found, missing}, Rev}). */
 static void missing_rev(hreq *r) { hres_errs(r, 409, "not_found", "missing_rev"); }
 
-/* The attachment's name: path segments r->sub.. joined with '/' (arena). */
+/* The attachment's name: path segments r->app->sub.. joined with '/' (arena). */
 static int att_name(hreq *r, const char **out, size_t *out_len) {
   size_t n = 1;
-  for (int i = r->sub; i < r->nseg; i++) n += r->seg_len[i] + 1;
+  for (int i = r->app->sub; i < r->nseg; i++) n += r->seg_len[i] + 1;
   char *s = arena_alloc(&r->a, n);
   if (!s) return DV_ENOMEM;
   size_t k = 0;
-  for (int i = r->sub; i < r->nseg; i++) {
-    if (i > r->sub) s[k++] = '/';
+  for (int i = r->app->sub; i < r->nseg; i++) {
+    if (i > r->app->sub) s[k++] = '/';
     memcpy(s + k, r->seg[i], r->seg_len[i]);
     k += r->seg_len[i];
   }
@@ -124,23 +119,21 @@ static int name_ok(hreq *r, const char *name, size_t n) {
   return 0;
 }
 
-/* May the requester write this document? Design documents need a db
- * admin; a _users document's attachments only an admin. -1 with the error. */
+/* May the requester write an attachment of this document (api_may_write)?
+ * -1 with the error written. */
 static int write_allowed(hreq *r) {
-  if (r->users_doc && !r->db_admin) {
-    hres_errs(r, 403, "forbidden", "Only admins may do this in the users database.");
-    return -1;
-  }
-  if (has_prefix(r->docid, r->docid_len, "_design/") && auth_db_admin(r)) return -1;
-  return 0;
+  const char *why;
+  int rc = api_may_write(r, r->app->docid, r->app->docid_len, 1, NULL, &why);
+  if (rc) hres_errw(r, rc, why);
+  return rc ? -1 : 0;
 }
 
 /* One edit through the store as the requester (the write hooks see who). */
 static int att_update(hreq *r, store_edit *e) {
   store_wctx w;
   store_user u;
-  auth_wctx(r, &w, &u);
-  return store_update(r->db, &w, e, 1, 1);
+  api_wctx(r, &w, &u);
+  return store_update(r->app->db, &w, e, 1, 1);
 }
 
 /* ---- revisions ----------------------------------------------------------- */
@@ -198,12 +191,12 @@ bad:
 /* ---- configuration ------------------------------------------------------- */
 
 /* [couchdb] max_attachment_size as a limit on the bytes of a body as sent
- * (hatt.c reads the config, "infinity" included). */
+ * (api/docatt.c reads the config, "infinity" included). */
 static uint64_t max_size(const hatt_cfg *c) { return c->max_size < 0 ? 0 : (uint64_t)c->max_size; }
 
 /* The gzip level for a new attachment of this Content-Type, 0 = store it
  * as sent ([attachments] compression_level and compressible_types, matched
- * as hatt.c matches them for inline attachments). */
+ * as api/docatt.c matches them for inline attachments). */
 static int comp_level(const hatt_cfg *c, const char *type) {
   return hatt_compressible(c, type, strlen(type)) ? c->level : 0;
 }
@@ -243,8 +236,8 @@ static int accepts_gzip(hreq *r) {
 
 /* Location: /{db}/{docid}/{attname} made absolute (chttpd:absolute_uri). */
 static void set_location(hreq *r, const char *name, size_t n) {
-  const char *seg[3] = {r->db_name, r->docid, name};
-  size_t len[3] = {strlen(r->db_name), r->docid_len, n};
+  const char *seg[3] = {r->app->db_name, r->app->docid, name};
+  size_t len[3] = {strlen(r->app->db_name), r->app->docid_len, n};
   hres_location(r, seg, len, 3);
 }
 
@@ -255,7 +248,7 @@ static void send_written(hreq *r, int status, const store_rev *rev) {
   store_rev_format(rev, &rb);
   buf_putc(&rb, 0);
   if (buf_error(&rb)) hres_err(r, DV_ENOMEM);
-  else hres_written(r, status, r->docid, r->docid_len, (const char *)rb.p, 1, 0);
+  else hres_written(r, status, r->app->docid, r->app->docid_len, (const char *)rb.p, 1, 0);
   buf_free(&rb);
 }
 
@@ -272,8 +265,8 @@ static int edit_from(hreq *r, json_val *doc, const char *name, size_t n, store_e
   } else {
     memset(e, 0, sizeof *e);
   }
-  e->id = r->docid;
-  e->id_len = r->docid_len;
+  e->id = r->app->docid;
+  e->id_len = r->app->docid_len;
   e->deleted = 0;
   store_att *atts = arena_alloc(&r->a, (e->n_atts + 1) * sizeof *atts);
   if (!atts) return DV_ENOMEM;
@@ -298,7 +291,7 @@ static int doc_has_att(const json_val *doc, const char *name, size_t n) {
 static int in_history(hreq *r, const store_rev *rv) {
   store_leaf *lv;
   size_t n;
-  if (store_doc_leaves(r->db, r->docid, r->docid_len, &r->a, &lv, &n)) return 0;
+  if (store_doc_leaves(r->app->db, r->app->docid, r->app->docid_len, &r->a, &lv, &n)) return 0;
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < lv[i].n_anc; k++)
       if (!store_rev_cmp(&lv[i].anc[k], rv)) return 1;
@@ -314,7 +307,7 @@ static int load_parent(hreq *r, const char *rev_s, size_t rev_n, int have, json_
   *out = NULL;
   if (!have) {
     json_val *doc;
-    int rc = store_doc_get(r->db, r->docid, r->docid_len, NULL, 0, &r->a, &doc);
+    int rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, NULL, 0, &r->a, &doc);
     if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) return 0;
     if (rc) {
       hres_err(r, rc);
@@ -328,7 +321,7 @@ static int load_parent(hreq *r, const char *rev_s, size_t rev_n, int have, json_
     missing_rev(r);
     return -1;
   }
-  int rc = store_doc_get(r->db, r->docid, r->docid_len, &rv, 0, &r->a, out);
+  int rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, &rv, 0, &r->a, out);
   if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) {
     if (in_history(r, &rv)) hres_err(r, DV_ECONFLICT); /* edited since: CouchDB's update conflict */
     else missing_rev(r);
@@ -375,7 +368,7 @@ static int put_stored(void *arg, const uint8_t *p, size_t n) {
     return buf_error(&u->mem) ? DV_ENOMEM : 0;
   }
   int rc;
-  if (!u->up && (rc = store_att_upload_begin(r->db, r->docid, r->docid_len, &u->up))) return rc;
+  if (!u->up && (rc = store_att_upload_begin(r->app->db, r->app->docid, r->app->docid_len, &u->up))) return rc;
   buf_append(&u->mem, p, n);
   if (buf_error(&u->mem)) return DV_ENOMEM;
   if (u->mem.len < ATT_PIECE) return 0;
@@ -496,7 +489,7 @@ static const hsink_ops UP_OPS = {up_write, up_finish, up_done};
  * the id and the name, the encodings, the rev, the declared size, the
  * parent revision. NULL with the error written. */
 static att_up *up_prepare(hreq *r) {
-  if (hreq_open_db(r) || hreq_docid_ok(r, r->docid, r->docid_len, 0) || write_allowed(r)) return NULL;
+  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 0) || write_allowed(r)) return NULL;
   att_up *u = arena_calloc(&r->a, sizeof *u);
   if (!u) {
     hres_err(r, DV_ENOMEM);
@@ -565,41 +558,7 @@ static att_up *up_prepare(hreq *r) {
   return u;
 }
 
-int hatt_upload_match(hreq *r) {
-  if (r->method != HM_PUT || r->nseg < 2) return 0;
-  int system_db = seg_is(r, 0, "_users") || seg_is(r, 0, "_replicator") || seg_is(r, 0, "_global_changes");
-  if (r->seg[0][0] == '_' && !system_db) return 0;
-  int id_seg;
-  const char *prefix = "";
-  if (r->seg[1][0] != '_') {
-    id_seg = 1;
-  } else if (seg_is(r, 1, "_design") && r->nseg >= 3 && (r->nseg == 3 || r->seg[3][0] != '_')) {
-    id_seg = 2;
-    prefix = "_design/";
-  } else {
-    return 0; /* _local, and the database endpoints: route.c's business */
-  }
-  int doc = r->nseg == id_seg + 1; /* PUT /{db}/{docid}: only a multipart/related body streams */
-  const char *ct = doc ? hreq_hdr(r, "Content-Type") : NULL;
-  if (doc && !(ct && hparse_media_is(ct, strlen(ct), "multipart/related"))) return 0;
-  size_t pl = strlen(prefix), n = pl + r->seg_len[id_seg];
-  char *id = arena_alloc(&r->a, n + 1);
-  if (!id) return 0;
-  memcpy(id, prefix, pl);
-  memcpy(id + pl, r->seg[id_seg], r->seg_len[id_seg]);
-  id[n] = 0;
-  r->db_name = r->seg[0];
-  r->docid = id;
-  r->docid_len = n;
-  r->sub = doc ? 0 : id_seg + 1;
-  return 1;
-}
-
 void hatt_upload_begin(hreq *r) {
-  if (!r->sub) { /* a document with its attachments (h_doc.c) */
-    hapi_doc_mp_begin(r);
-    return;
-  }
   att_up *u = up_prepare(r);
   if (u) hreq_sink(r, &UP_OPS, u);
 }
@@ -727,7 +686,7 @@ static int64_t rd_read(void *arg, uint8_t *out, size_t max) {
 
 static const hstream_ops RD_OPS = {rd_read, rd_done};
 
-/* A reader for att of r's document; takes r->db. NULL when out of memory. */
+/* A reader for att of r's document; takes r->app->db. NULL when out of memory. */
 static att_rd *rd_new(hreq *r, const store_att *att) {
   att_rd *d = dv_calloc(1, sizeof *d);
   if (!d) return NULL;
@@ -736,15 +695,15 @@ static att_rd *rd_new(hreq *r, const store_att *att) {
   d->att = *att;
   d->att.name = dv_strndup(att->name, att->name_len);
   d->att.type = dv_strndup(att->type, att->type_len);
-  d->id = dv_strndup(r->docid, r->docid_len);
-  d->id_len = r->docid_len;
+  d->id = dv_strndup(r->app->docid, r->app->docid_len);
+  d->id_len = r->app->docid_len;
   d->segs = dv_calloc(3 * HPARSE_MAX_RANGES + 2, sizeof *d->segs);
   if (!d->att.name || !d->att.type || !d->id || !d->segs) {
     rd_done(d);
     return NULL;
   }
-  d->db = r->db; /* the response outlives the request: it owns the handle now */
-  r->db = NULL;
+  d->db = r->app->db; /* the response outlives the request: it owns the handle now */
+  r->app->db = NULL;
   return d;
 }
 
@@ -787,7 +746,7 @@ static void att_get(hreq *r) {
   }
   store_att *atts;
   size_t n;
-  rc = store_doc_atts(r->db, r->docid, r->docid_len, rp, &r->a, NULL, &atts, &n);
+  rc = store_doc_atts(r->app->db, r->app->docid, r->app->docid_len, rp, &r->a, NULL, &atts, &n);
   if (rc) {
     read_err(r, rc);
     return;
@@ -811,7 +770,7 @@ static void att_get(hreq *r) {
   int gz_ok = a->gzip && accepts_gzip(r);
   if (gz_ok) hres_header(r, "Content-Encoding", "gzip");
   hres_header(r, "Accept-Ranges", a->gzip ? "none" : "bytes");
-  dv_config *c = hsrv_config(r->srv);
+  dv_config *c = api_config(r);
   if (config_get_bool(c, "csp", "attachments_enable", 1)) {
     char *csp = config_get(c, "csp", "attachments_header_value");
     hres_header(r, "Content-Security-Policy", csp ? csp : "sandbox");
@@ -911,12 +870,12 @@ static void att_delete(hreq *r) {
     hres_err(r, rc);
     return;
   }
-  if (hreq_docid_ok(r, r->docid, r->docid_len, 0) || write_allowed(r) || name_ok(r, name, nlen) ||
+  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 0) || write_allowed(r) || name_ok(r, name, nlen) ||
       write_rev(r, &rev, &rev_n, &have))
     return;
   json_val *doc;
   if (!have) { /* the doc and the attachment must exist; then it is a conflict */
-    rc = store_doc_get(r->db, r->docid, r->docid_len, NULL, 0, &r->a, &doc);
+    rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, NULL, 0, &r->a, &doc);
     if (rc) read_err(r, rc);
     else if (!doc_has_att(doc, name, nlen)) hres_errs(r, 404, "not_found", R_MISSING_ATT);
     else hres_err(r, DV_ECONFLICT);
@@ -941,11 +900,10 @@ static void att_delete(hreq *r) {
 /* ---- entry point --------------------------------------------------------- */
 
 void hapi_att(hreq *r) {
-  if (is_local(r->docid, r->docid_len)) {
+  if (is_local(r->app->docid, r->app->docid_len)) {
     hres_errs(r, 400, "bad_request", "_local documents do not accept attachments.");
     return;
   }
-  if (hreq_open_db(r)) return;
   switch (r->method) {
   case HM_GET:
   case HM_HEAD:
@@ -1152,7 +1110,7 @@ static int form_att(hreq *r, const hatt_cfg *cfg, form_file *ff, store_att *out,
     out->data_len = ff->data.len;
     return 0;
   }
-  int rc = store_att_upload_begin(r->db, r->docid, r->docid_len, up);
+  int rc = store_att_upload_begin(r->app->db, r->app->docid, r->app->docid_len, up);
   for (size_t off = 0; !rc && off < ff->data.len; off += ATT_PIECE) {
     size_t k = ff->data.len - off < ATT_PIECE ? ff->data.len - off : ATT_PIECE;
     rc = store_att_upload_write(*up, ff->data.p + off, k);
@@ -1163,7 +1121,7 @@ static int form_att(hreq *r, const hatt_cfg *cfg, form_file *ff, store_att *out,
 }
 
 void hapi_doc_form(hreq *r) {
-  if (hreq_docid_ok(r, r->docid, r->docid_len, 0)) return;
+  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 0)) return;
   const char *ct = hreq_hdr(r, "Content-Type");
   size_t n = strlen("multipart/form-data");
   if (!ct || strncasecmp(ct, "multipart/form-data", n) || (ct[n] && ct[n] != ';' && ct[n] != ' ')) {
@@ -1226,8 +1184,8 @@ void hapi_doc_form(hreq *r) {
       write_err(r, rc);
       goto out;
     }
-    e.id = r->docid;
-    e.id_len = r->docid_len;
+    e.id = r->app->docid;
+    e.id_len = r->app->docid_len;
     store_att *atts = arena_alloc(&r->a, (e.n_atts + nf + 1) * sizeof *atts);
     if (!atts) {
       hres_err(r, DV_ENOMEM);

@@ -1,9 +1,13 @@
-/* auth.c — authentication (cookie, proxy, Basic), the checks that decide
- * who may use which endpoint and database, and /_session. The data flow is
- * in auth.h; the _users document rules are users.c's.
+/* auth.c — identities and rights, with no HTTP in them: who a request's
+ * credentials name (cookie, proxy, JWT, Basic, the replicator's loopback
+ * token), the password cache, the _security checks, the one rule for who
+ * may write which document, the _users rules as the users database's
+ * validator, and the start-up work (hashing [admins], the secret). The
+ * data flow is in auth.h; the _users document rules are users.c's.
  *
- * Not here: the hashing primitives (crypto.c), the ini file (util/config.c),
- * the _config endpoints (h_config.c).
+ * Not here: the hashing primitives (crypto.c), the header parsers
+ * (authparse.c), the ini file (util/config.c), the HTTP side (api/authn.c,
+ * api/session.c).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,10 +16,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "http/auth.h"
-#include "http/authparse.h"
-#include "http/crypto.h"
-#include "http/users.h"
+#include "auth/auth.h"
+#include "auth/authparse.h"
+#include "auth/crypto.h"
+#include "auth/users.h"
 #include "util/alloc.h"
 
 #define ADMIN_ROLE "_admin"
@@ -23,26 +27,48 @@
 #define DEFAULT_TIMEOUT 600
 #define DEFAULT_ITERATIONS 600000 /* CouchDB 3.4's [chttpd_auth] iterations */
 #define MAX_NAME 1024             /* longer user names are never valid */
+#define R_BAD_PASSWORD "Name or password is incorrect."
+
+/* One identification: auth's view of a request (HTTP-free: headers come
+ * through the caller's function). */
+typedef struct actx {
+  store *st;
+  dv_config *cfg;
+  dv_arena *a;
+  const char *repl_token;     /* the replicator's secret ("" or NULL: none) */
+  auth_hdr_fn hdr_fn;
+  void *hdr_arg;
+  auth_user *out;             /* filled on success */
+  const char *set_cookie;     /* a Set-Cookie value to send, or NULL */
+  const char *why;            /* a refusal's reason */
+} actx;
+
+static const char *hdr(actx *r, const char *name) { return r->hdr_fn(r->hdr_arg, name); }
+
+/* A refusal: the code, and its reason kept for the caller. */
+static int refuse(actx *r, int rc, const char *why) {
+  r->why = why;
+  return rc;
+}
+
 
 /* ---- config helpers ---------------------------------------------------------- */
 
 /* A config value copied into the request's arena (NULL when absent). */
-static const char *cfg(hreq *r, const char *section, const char *key) {
-  char *v = config_get(hsrv_config(r->srv), section, key);
+static const char *cfg(actx *r, const char *section, const char *key) {
+  char *v = config_get(r->cfg, section, key);
   if (!v) return NULL;
-  char *c = arena_strndup(&r->a, v, strlen(v));
+  char *c = arena_strndup(r->a, v, strlen(v));
   dv_free(v);
   return c;
 }
 
-static const char *users_db_name(dv_config *c, char *buf, size_t n) {
+const char *auth_users_db_name(dv_config *c, char *buf, size_t n) {
   char *v = config_get(c, "chttpd_auth", "authentication_db");
   snprintf(buf, n, "%s", v && *v ? v : "_users");
   dv_free(v);
   return buf;
 }
-
-int auth_is_users_db(hreq *r) { return r->users_db && r->db_name; }
 
 /* ---- users --------------------------------------------------------------------- */
 
@@ -62,23 +88,23 @@ typedef struct auser {
   long iterations;
 } auser;
 
-static const char *jstr(hreq *r, const json_val *o, const char *k) {
+static const char *jstr(actx *r, const json_val *o, const char *k) {
   const json_val *v = json_obj_getz(o, k);
   if (!v || v->type != JSON_STRING) return NULL;
-  return arena_strndup(&r->a, v->u.s, v->len);
+  return arena_strndup(r->a, v->u.s, v->len);
 }
 
 /* The salt of an [admins] hash: its second comma-separated field. */
-static const char *admin_salt(hreq *r, const char *h) {
+static const char *admin_salt(actx *r, const char *h) {
   const char *c1 = h ? strchr(h, ',') : NULL;
   if (!c1) return NULL;
   const char *c2 = strchr(c1 + 1, ',');
   size_t n = c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1);
-  return arena_strndup(&r->a, c1 + 1, n);
+  return arena_strndup(r->a, c1 + 1, n);
 }
 
 /* Find a user: [admins] first, then the authentication db. 0 with *found. */
-static int user_lookup(hreq *r, const char *name, auser *u, int *found) {
+static int user_lookup(actx *r, const char *name, auser *u, int *found) {
   memset(u, 0, sizeof *u);
   *found = 0;
   if (!*name || strlen(name) > MAX_NAME) return 0;
@@ -88,7 +114,7 @@ static int user_lookup(hreq *r, const char *name, auser *u, int *found) {
     u->admin = 1;
     u->admin_hash = h;
     u->salt = admin_salt(r, h);
-    u->roles = arena_alloc(&r->a, sizeof *u->roles);
+    u->roles = arena_alloc(r->a, sizeof *u->roles);
     if (!u->roles) return DV_ENOMEM;
     u->roles[0] = ADMIN_ROLE;
     u->nroles = 1;
@@ -96,13 +122,13 @@ static int user_lookup(hreq *r, const char *name, auser *u, int *found) {
     return 0;
   }
   char dbn[256];
-  users_db_name(hsrv_config(r->srv), dbn, sizeof dbn);
+  auth_users_db_name(r->cfg, dbn, sizeof dbn);
   store_db *db;
-  int rc = store_db_open(hsrv_store(r->srv), dbn, &db);
+  int rc = store_db_open(r->st, dbn, &db);
   if (rc == DV_ENO_DB || rc == DV_EBAD_DB_NAME) return 0;
   if (rc) return rc;
   size_t nl = strlen(name);
-  char *id = arena_alloc(&r->a, nl + 18);
+  char *id = arena_alloc(r->a, nl + 18);
   if (!id) {
     store_db_close(db);
     return DV_ENOMEM;
@@ -110,7 +136,7 @@ static int user_lookup(hreq *r, const char *name, auser *u, int *found) {
   memcpy(id, "org.couchdb.user:", 17);
   memcpy(id + 17, name, nl + 1);
   json_val *doc;
-  rc = store_doc_get(db, id, nl + 17, NULL, 0, &r->a, &doc);
+  rc = store_doc_get(db, id, nl + 17, NULL, 0, r->a, &doc);
   store_db_close(db);
   if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) return 0;
   if (rc) return rc;
@@ -125,11 +151,11 @@ static int user_lookup(hreq *r, const char *name, auser *u, int *found) {
   u->iterations = (long)iters;
   const json_val *roles = json_obj_getz(doc, "roles");
   if (roles && roles->type == JSON_ARRAY) {
-    u->roles = arena_alloc(&r->a, (roles->len + 1) * sizeof *u->roles);
+    u->roles = arena_alloc(r->a, (roles->len + 1) * sizeof *u->roles);
     if (!u->roles) return DV_ENOMEM;
     for (size_t i = 0; i < roles->len; i++)
       if (roles->u.items[i]->type == JSON_STRING)
-        u->roles[u->nroles++] = arena_strndup(&r->a, roles->u.items[i]->u.s, roles->u.items[i]->len);
+        u->roles[u->nroles++] = arena_strndup(r->a, roles->u.items[i]->u.s, roles->u.items[i]->len);
   }
   *found = 1;
   return 0;
@@ -141,12 +167,12 @@ static int has_role(const char *const *roles, int n, const char *role) {
   return 0;
 }
 
-static void set_user(hreq *r, const auser *u, const char *via) {
-  r->user = u->name;
-  r->roles = u->roles;
-  r->nroles = u->nroles;
-  r->is_admin = u->admin || has_role(u->roles, u->nroles, ADMIN_ROLE);
-  r->auth_via = via;
+static void set_user(actx *r, const auser *u, const char *via) {
+  r->out->name = u->name;
+  r->out->roles = u->roles;
+  r->out->nroles = u->nroles;
+  r->out->is_admin = u->admin || has_role(u->roles, u->nroles, ADMIN_ROLE);
+  r->out->via = via;
 }
 
 /* ---- verified-password cache ----------------------------------------------------
@@ -240,16 +266,20 @@ static int verify(const auser *u, const char *password, int *ok) {
 /* An unknown name costs what a known one does: one PBKDF2 at the
  * configured count, so the time of a refusal does not tell whether the
  * name exists. */
-static void waste_pbkdf2(hreq *r, const char *password) {
+static void waste_pbkdf2(actx *r, const char *password) {
   uint8_t out[32];
   static const uint8_t salt[] = "divan-no-such-user";
   int wasted = cr_pbkdf2(CR_SHA256, password, strlen(password), salt, sizeof salt - 1,
-                         auth_iterations(hsrv_config(r->srv)), out, sizeof out);
+                         auth_iterations(r->cfg), out, sizeof out);
   (void)wasted; /* only its time matters */
 }
 
-int auth_check_password(hreq *r, const char *name, const char *password, int *ok, const char ***roles,
+/* auth's context for a call that has no request */
+static actx env_ctx(const auth_env *e) { return (actx){.st = e->st, .cfg = e->cfg, .a = e->a}; }
+
+int auth_check_password(const auth_env *e, const char *name, const char *password, int *ok, const char ***roles,
                         int *nroles) {
+  actx ax = env_ctx(e), *r = &ax;
   auser u;
   int found;
   *ok = 0;
@@ -269,13 +299,13 @@ int auth_check_password(hreq *r, const char *name, const char *password, int *ok
 
 /* ---- cookies ------------------------------------------------------------------- */
 
-static long cookie_timeout(hreq *r) {
-  long t = (long)config_get_int(hsrv_config(r->srv), "chttpd_auth", "timeout", DEFAULT_TIMEOUT);
+long auth_session_timeout(dv_config *c) {
+  long t = (long)config_get_int(c, "chttpd_auth", "timeout", DEFAULT_TIMEOUT);
   return t > 0 ? t : DEFAULT_TIMEOUT;
 }
 
 /* AuthSession value for name at time t (seconds), in the arena. */
-static const char *cookie_make(hreq *r, const char *name, const char *salt, long t) {
+static const char *cookie_make(actx *r, const char *name, const char *salt, long t) {
   const char *secret = cfg(r, "chttpd_auth", "secret");
   if (!secret) return NULL;
   char head[MAX_NAME + 32];
@@ -294,17 +324,26 @@ static const char *cookie_make(hreq *r, const char *name, const char *salt, long
   raw[hn] = ':';
   memcpy(raw + hn + 1, mac, ml);
   size_t rl = (size_t)hn + 1 + ml;
-  char *out = arena_alloc(&r->a, cr_b64_encoded_len(rl, 1) + 1);
+  char *out = arena_alloc(r->a, cr_b64_encoded_len(rl, 1) + 1);
   if (!out) return NULL;
   cr_b64_encode(raw, rl, 1, out);
   return out;
 }
 
-static void set_cookie(hreq *r, const char *value, long max_age) {
+const char *auth_session_cookie(const auth_env *e, const char *name) {
+  actx ax = env_ctx(e), *r = &ax;
+  auser u;
+  int found;
+  if (user_lookup(r, name, &u, &found) || !found) return NULL;
+  return cookie_make(r, name, u.salt, (long)time(NULL));
+}
+
+const char *auth_cookie_header(const auth_env *e, const char *value, long max_age) {
+  actx ax = env_ctx(e), *r = &ax;
   char *h;
-  int persistent = config_get_bool(hsrv_config(r->srv), "chttpd_auth", "allow_persistent_cookies", 1);
+  int persistent = config_get_bool(r->cfg, "chttpd_auth", "allow_persistent_cookies", 1);
   const char *same_site = cfg(r, "chttpd_auth", "same_site");
-  int secure = config_get_bool(hsrv_config(r->srv), "chttpd_auth", "cookie_secure", 0);
+  int secure = config_get_bool(r->cfg, "chttpd_auth", "cookie_secure", 0);
   dv_buf b;
   buf_init(&b);
   buf_printf(&b, COOKIE_NAME "=%s; Version=1; Path=/; HttpOnly", value);
@@ -312,28 +351,25 @@ static void set_cookie(hreq *r, const char *value, long max_age) {
   else if (persistent) buf_printf(&b, "; Max-Age=%ld", max_age);
   if (secure) buf_puts(&b, "; Secure");
   if (same_site && *same_site) buf_printf(&b, "; SameSite=%s", same_site);
-  h = buf_error(&b) ? NULL : arena_strndup(&r->a, (const char *)b.p, b.len);
+  h = buf_error(&b) ? NULL : arena_strndup(r->a, (const char *)b.p, b.len);
   buf_free(&b);
-  if (h) hres_header(r, "Set-Cookie", h);
+  return h;
 }
 
-/* 1: authenticated by cookie; 0: no usable cookie; -1: error written. */
-static int auth_cookie(hreq *r) {
+/* 1: authenticated by cookie; 0: no usable cookie; < 0: refused. */
+static int auth_cookie(actx *r) {
   size_t n;
-  const char *v = ap_cookie_value(hreq_hdr(r, "Cookie"), &n);
+  const char *v = ap_cookie_value(hdr(r, "Cookie"), &n);
   if (!v || !n) return 0;
   ap_session ses;
-  int prc = ap_session_parse(&r->a, v, n, &ses);
-  if (prc == AP_BAD) {
-    hres_errs(r, 400, "bad_request", "Malformed AuthSession cookie. Please clear your cookies.");
-    return -1;
-  }
+  int prc = ap_session_parse(r->a, v, n, &ses);
+  if (prc == AP_BAD) return refuse(r, DV_EBAD_CREDENTIAL, "Malformed AuthSession cookie. Please clear your cookies.");
   if (prc != AP_OK) return 0;
   const char *name = ses.name;
   const uint8_t *mac = ses.mac;
   size_t macl = ses.mac_len;
   long t = ses.time;
-  long now = (long)time(NULL), timeout = cookie_timeout(r);
+  long now = (long)time(NULL), timeout = auth_session_timeout(r->cfg);
   if (now >= t + timeout) return 0; /* expired */
   auser u;
   int found;
@@ -342,7 +378,7 @@ static int auth_cookie(hreq *r) {
   if (!expect) return 0;
   /* compare the HMACs (the cookie's own bytes against ours) */
   size_t en = strlen(expect);
-  uint8_t *eraw = arena_alloc(&r->a, cr_b64_decoded_max(en) + 1);
+  uint8_t *eraw = arena_alloc(r->a, cr_b64_decoded_max(en) + 1);
   size_t erl;
   if (!eraw || cr_b64_decode(expect, en, 1, eraw, &erl)) return 0;
   size_t ml = cr_hash_len(CR_SHA256);
@@ -350,7 +386,7 @@ static int auth_cookie(hreq *r) {
   set_user(r, &u, "cookie");
   if (now - t > timeout / 10) { /* renew once 10 % of its life has passed */
     const char *fresh = cookie_make(r, name, u.salt, now);
-    if (fresh) set_cookie(r, fresh, timeout);
+    if (fresh) r->set_cookie = auth_cookie_header(&(auth_env){.st = r->st, .cfg = r->cfg, .a = r->a}, fresh, timeout);
   }
   return 1;
 }
@@ -359,37 +395,39 @@ static int auth_cookie(hreq *r) {
 
 /* The optional handlers [chttpd] authentication_handlers turns on (cookie
  * and Basic always run), read once per request. */
-enum { H_PROXY = 1, H_JWT = 2 };
-static unsigned handlers_on(hreq *r) {
-  const char *h = cfg(r, "chttpd", "authentication_handlers");
-  if (!h) return 0;
-  return (strstr(h, "proxy_authentication_handler") ? H_PROXY : 0) | (strstr(h, "jwt_authentication_handler") ? H_JWT : 0);
+unsigned auth_handlers(dv_config *c) {
+  char *h = config_get(c, "chttpd", "authentication_handlers");
+  unsigned on = 0;
+  if (h) on = (strstr(h, "proxy_authentication_handler") ? AUTH_PROXY : 0) |
+              (strstr(h, "jwt_authentication_handler") ? AUTH_JWT : 0);
+  dv_free(h);
+  return on;
 }
 
 /* "a,b,,c" into u->roles (empty names skipped), in r's arena; DV_ENOMEM. */
-static int split_roles(hreq *r, const char *roles, auser *u) {
+static int split_roles(actx *r, const char *roles, auser *u) {
   size_t cap = 1;
   for (const char *p = roles; *p; p++) cap += *p == ',';
-  u->roles = arena_alloc(&r->a, cap * sizeof *u->roles);
+  u->roles = arena_alloc(r->a, cap * sizeof *u->roles);
   if (!u->roles) return DV_ENOMEM;
   for (const char *p = roles; *p;) {
     const char *e = strchr(p, ',');
     size_t l = e ? (size_t)(e - p) : strlen(p);
-    if (l) u->roles[u->nroles++] = arena_strndup(&r->a, p, l);
+    if (l) u->roles[u->nroles++] = arena_strndup(r->a, p, l);
     p += l + (e ? 1 : 0);
   }
   return 0;
 }
 
-static int auth_proxy(hreq *r) {
+static int auth_proxy(actx *r) {
   const char *hn = cfg(r, "chttpd_auth", "x_auth_username");
   const char *hr = cfg(r, "chttpd_auth", "x_auth_roles");
   const char *ht = cfg(r, "chttpd_auth", "x_auth_token");
-  const char *name = hreq_hdr(r, hn ? hn : "X-Auth-CouchDB-UserName");
+  const char *name = hdr(r, hn ? hn : "X-Auth-CouchDB-UserName");
   if (!name || !*name || strlen(name) > MAX_NAME) return 0;
-  if (config_get_bool(hsrv_config(r->srv), "chttpd_auth", "proxy_use_secret", 0)) {
+  if (config_get_bool(r->cfg, "chttpd_auth", "proxy_use_secret", 0)) {
     const char *secret = cfg(r, "chttpd_auth", "secret");
-    const char *tok = hreq_hdr(r, ht ? ht : "X-Auth-CouchDB-Token");
+    const char *tok = hdr(r, ht ? ht : "X-Auth-CouchDB-Token");
     if (secret) {
       uint8_t mac[20];
       char hex[41];
@@ -400,29 +438,29 @@ static int auth_proxy(hreq *r) {
   }
   auser u;
   memset(&u, 0, sizeof u);
-  u.name = arena_strndup(&r->a, name, strlen(name));
-  const char *roles = hreq_hdr(r, hr ? hr : "X-Auth-CouchDB-Roles");
+  u.name = arena_strndup(r->a, name, strlen(name));
+  const char *roles = hdr(r, hr ? hr : "X-Auth-CouchDB-Roles");
   if (roles && split_roles(r, roles, &u)) return 0;
   set_user(r, &u, "proxy");
   return 1;
 }
 
 /* The replicator's loopback requests to local databases (src/repl):
- * HTTP_REPL_HEADER = "TOKEN;USER;ROLE,ROLE", TOKEN the server's secret of
+ * AUTH_REPL_HEADER = "TOKEN;USER;ROLE,ROLE", TOKEN the server's secret of
  * this run (never leaves the process but over loopback). The request runs
  * as USER with those roles (no USER: anonymous with the roles, which is
  * how the replicator acts as "_admin" for its own bookkeeping). */
-static int auth_replicator(hreq *r) {
-  const char *v = hreq_hdr(r, HTTP_REPL_HEADER);
+static int auth_replicator(actx *r) {
+  const char *v = hdr(r, AUTH_REPL_HEADER);
   if (!v) return 0;
-  const char *tok = hsrv_repl_token(r->srv);
+  const char *tok = r->repl_token ? r->repl_token : "";
   size_t tl = strlen(tok);
   if (!tl || strlen(v) < tl + 1 || v[tl] != ';' || !cr_ct_eq(v, tok, tl)) return 0;
   const char *name = v + tl + 1, *semi = strchr(name, ';');
   if (!semi) return 0;
   auser u;
   memset(&u, 0, sizeof u);
-  u.name = semi > name ? arena_strndup(&r->a, name, (size_t)(semi - name)) : NULL;
+  u.name = semi > name ? arena_strndup(r->a, name, (size_t)(semi - name)) : NULL;
   if (split_roles(r, semi + 1, &u)) return 0;
   set_user(r, &u, "replicator");
   return 1;
@@ -443,7 +481,7 @@ static int auth_replicator(hreq *r) {
 
 /* Is claim named in [jwt_auth] required_claims? *value gets a
  * {claim, "value"} form's value (in r->a) or NULL. */
-static int jwt_required(hreq *r, const char *claims, const char *claim, const char **value) {
+static int jwt_required(actx *r, const char *claims, const char *claim, const char **value) {
   *value = NULL;
   size_t n = strlen(claim);
   for (const char *p = claims; p && *p;) {
@@ -453,7 +491,7 @@ static int jwt_required(hreq *r, const char *claims, const char *claim, const ch
       while (*q == ' ') q++;
       if (!strncmp(q, claim, n) && (q[n] == ',' || q[n] == ' ')) {
         const char *o = strchr(q, '"'), *c = o ? strchr(o + 1, '"') : NULL;
-        if (o && c) *value = arena_strndup(&r->a, o + 1, (size_t)(c - o - 1));
+        if (o && c) *value = arena_strndup(r->a, o + 1, (size_t)(c - o - 1));
         return 1;
       }
       const char *e = strchr(p, '}');
@@ -468,19 +506,18 @@ static int jwt_required(hreq *r, const char *claims, const char *claim, const ch
   return 0;
 }
 
-static int jwt_fail(hreq *r, int status, const char *reason) {
-  hres_errs(r, status, status == 401 ? "unauthorized" : "bad_request", reason);
-  return -1;
+static int jwt_fail(actx *r, int status, const char *reason) {
+  return refuse(r, status == 401 ? DV_EUNAUTHORIZED : DV_EBAD_CREDENTIAL, reason);
 }
 
-static int jwt_time_claim(hreq *r, const json_val *pl, const char *claims, const char *name, int future) {
+static int jwt_time_claim(actx *r, const json_val *pl, const char *claims, const char *name, int future) {
   const char *ignored;
   if (!jwt_required(r, claims, name, &ignored)) return 0;
   const json_val *v = json_obj_getz(pl, name);
   char msg[48];
   if (!v) {
     snprintf(msg, sizeof msg, "Missing %s claim", name);
-    return jwt_fail(r, 400, arena_strndup(&r->a, msg, strlen(msg)));
+    return jwt_fail(r, 400, arena_strndup(r->a, msg, strlen(msg)));
   }
   char num[64];
   double t = 0;
@@ -492,17 +529,17 @@ static int jwt_time_claim(hreq *r, const json_val *pl, const char *claims, const
   double now = (double)time(NULL);
   if (v->type != JSON_NUMBER || (future ? !(t > now) : !(t < now))) {
     snprintf(msg, sizeof msg, "%s not in %s", name, future ? "future" : "past");
-    return jwt_fail(r, 401, arena_strndup(&r->a, msg, strlen(msg)));
+    return jwt_fail(r, 401, arena_strndup(r->a, msg, strlen(msg)));
   }
   return 0;
 }
 
 /* 1: authenticated; 0: no Bearer token; -1: refused, written. */
-static int auth_jwt(hreq *r) {
-  const char *h = hreq_hdr(r, "Authorization");
+static int auth_jwt(actx *r) {
+  const char *h = hdr(r, "Authorization");
   if (!h || strncmp(h, "Bearer ", 7)) return 0;
   ap_jwt jw;
-  if (ap_jwt_parse(&r->a, h + 7, &jw)) return jwt_fail(r, 400, "Malformed token");
+  if (ap_jwt_parse(r->a, h + 7, &jw)) return jwt_fail(r, 400, "Malformed token");
   json_val *hd = jw.header, *pl = jw.payload;
   const char *claims = cfg(r, "jwt_auth", "required_claims");
   const char *want;
@@ -534,7 +571,9 @@ static int auth_jwt(hreq *r) {
     for (size_t i = 0; integer && i < iat->len; i++) integer = iat->u.s[i] != '.' && iat->u.s[i] != 'e' && iat->u.s[i] != 'E';
     if (!integer) return jwt_fail(r, 400, "Invalid iat claim");
   }
-  if (jwt_time_claim(r, pl, claims, "nbf", 0) || jwt_time_claim(r, pl, claims, "exp", 1)) return -1;
+  int trc = jwt_time_claim(r, pl, claims, "nbf", 0);
+  if (!trc) trc = jwt_time_claim(r, pl, claims, "exp", 1);
+  if (trc) return trc;
   /* the key */
   const json_val *kidv = json_obj_getz(hd, "kid");
   if (!kidv && jwt_required(r, claims, "kid", &want)) return jwt_fail(r, 400, "Missing kid claim");
@@ -550,7 +589,7 @@ static int auth_jwt(hreq *r) {
   if (algs[ai].rsa) {
     /* the ini value writes the PEM's newlines as "\n" */
     size_t kl = strlen(key);
-    char *pem = arena_alloc(&r->a, kl + 1);
+    char *pem = arena_alloc(r->a, kl + 1);
     size_t pn = 0;
     if (!pem) return jwt_fail(r, 400, "Unknown kid");
     for (size_t i = 0; i < kl; i++) {
@@ -561,7 +600,7 @@ static int auth_jwt(hreq *r) {
     if (cr_rsa_verify(algs[ai].md, pem, pn, tok, ml, sig, sl, &ok) || !ok) return jwt_fail(r, 400, "Bad signature");
   } else {
     size_t kl = strlen(key);
-    uint8_t *raw = arena_alloc(&r->a, cr_b64_decoded_max(kl) + 1);
+    uint8_t *raw = arena_alloc(r->a, cr_b64_decoded_max(kl) + 1);
     size_t rl;
     if (!raw || cr_b64_decode(key, kl, 0, raw, &rl)) return jwt_fail(r, 400, "Unknown kid");
     uint8_t mac[CR_MAX_HASH_LEN];
@@ -574,15 +613,15 @@ static int auth_jwt(hreq *r) {
     return jwt_fail(r, 401, "Token missing sub claim.");
   auser u;
   memset(&u, 0, sizeof u);
-  u.name = arena_strndup(&r->a, sub->u.s, sub->len);
+  u.name = arena_strndup(r->a, sub->u.s, sub->len);
   const char *rc_name = cfg(r, "jwt_auth", "roles_claim_name");
   const json_val *roles = json_obj_getz(pl, rc_name && *rc_name ? rc_name : "_couchdb.roles");
   if (roles && roles->type == JSON_ARRAY) {
-    u.roles = arena_alloc(&r->a, (roles->len + 1) * sizeof *u.roles);
+    u.roles = arena_alloc(r->a, (roles->len + 1) * sizeof *u.roles);
     if (!u.roles) return jwt_fail(r, 400, "Malformed token");
     for (size_t i = 0; i < roles->len; i++)
       if (roles->u.items[i]->type == JSON_STRING)
-        u.roles[u.nroles++] = arena_strndup(&r->a, roles->u.items[i]->u.s, roles->u.items[i]->len);
+        u.roles[u.nroles++] = arena_strndup(r->a, roles->u.items[i]->u.s, roles->u.items[i]->len);
   }
   set_user(r, &u, "jwt");
   return 1;
@@ -590,19 +629,17 @@ static int auth_jwt(hreq *r) {
 
 /* ---- Basic ------------------------------------------------------------------------ */
 
-static int auth_basic(hreq *r) {
+static int auth_basic(actx *r) {
   const char *name, *password;
-  switch (ap_basic(&r->a, hreq_hdr(r, "Authorization"), &name, &password)) {
+  switch (ap_basic(r->a, hdr(r, "Authorization"), &name, &password)) {
   case AP_OK:
     break;
   case AP_BAD: /* a broken header is no credential: CouchDB 3.4 answers as to anyone */
     return 0;
   case AP_REFUSE:
-    hres_errs(r, 401, "unauthorized", "Name or password is incorrect.");
-    return -1;
+    return refuse(r, DV_EUNAUTHORIZED, R_BAD_PASSWORD);
   case AP_NOMEM:
-    hres_err(r, DV_ENOMEM);
-    return -1;
+    return DV_ENOMEM;
   default:
     return 0; /* another scheme, or no name:password pair: anonymous */
   }
@@ -611,82 +648,55 @@ static int auth_basic(hreq *r) {
   int rc = user_lookup(r, name, &u, &found);
   if (!rc && found) rc = verify(&u, password, &ok);
   if (!rc && !found) waste_pbkdf2(r, password);
-  if (rc) {
-    hres_err(r, rc);
-    return -1;
-  }
-  if (!ok) {
-    hres_errs(r, 401, "unauthorized", "Name or password is incorrect.");
-    return -1;
-  }
+  if (rc) return rc;
+  if (!ok) return refuse(r, DV_EUNAUTHORIZED, R_BAD_PASSWORD);
   set_user(r, &u, "default");
   return 1;
 }
 
-int auth_identify(hreq *r) {
-  r->user = NULL;
-  r->roles = NULL;
-  r->nroles = 0;
-  r->is_admin = 0;
-  if (auth_replicator(r)) return 0;
-  int rc = auth_cookie(r);
-  if (rc) return rc < 0 ? -1 : 0;
-  unsigned on = handlers_on(r);
-  if ((on & H_PROXY) && auth_proxy(r)) return 0;
-  if (on & H_JWT) {
-    rc = auth_jwt(r);
-    if (rc) return rc < 0 ? -1 : 0;
+int auth_identify(const auth_env *e, auth_hdr_fn hdr_fn, void *hdr_arg, auth_user *out, const char **set_cookie,
+                  const char **why) {
+  actx ax = {.st = e->st, .cfg = e->cfg, .a = e->a, .repl_token = e->repl_token, .hdr_fn = hdr_fn,
+             .hdr_arg = hdr_arg, .out = out};
+  actx *r = &ax;
+  memset(out, 0, sizeof *out);
+  *set_cookie = *why = NULL;
+  int rc = auth_replicator(r);
+  if (!rc) {
+    rc = auth_cookie(r);
+    unsigned on = rc ? 0 : auth_handlers(r->cfg);
+    if (!rc && (on & AUTH_PROXY)) rc = auth_proxy(r);
+    if (!rc && (on & AUTH_JWT)) rc = auth_jwt(r);
+    if (!rc) rc = auth_basic(r);
   }
-  rc = auth_basic(r);
-  return rc < 0 ? -1 : 0;
+  *set_cookie = ax.set_cookie;
+  *why = ax.why;
+  return rc < 0 ? rc : 0;
 }
 
-/* ---- authorization ------------------------------------------------------------------ */
+/* ---- rights ---------------------------------------------------------------------------- */
 
-int auth_need_server_admin(hreq *r) {
-  if (r->is_admin) return 0;
-  hres_errs(r, 401, "unauthorized", "You are not a server admin.");
-  return -1;
-}
-
-static int seg_is(const hreq *r, int i, const char *s) {
-  return i < r->nseg && r->seg_len[i] == strlen(s) && !memcmp(r->seg[i], s, r->seg_len[i]);
-}
-
-int auth_authorize(hreq *r) {
-  if (r->nseg == 0) return 0;
-  if (seg_is(r, 0, "favicon.ico")) return 0;
-  const char *s0 = r->seg[0];
-  char b[256];
-  r->users_db = !strcmp(s0, users_db_name(hsrv_config(r->srv), b, sizeof b)); /* once, not per document */
-  int users = seg_is(r, 0, "_users") || seg_is(r, 0, "_replicator");
-  if (s0[0] == '_' && !users && !seg_is(r, 0, "_global_changes")) {
-    if (r->nseg == 1 && (seg_is(r, 0, "_up") || seg_is(r, 0, "_uuids") || seg_is(r, 0, "_session"))) return 0;
-    if (seg_is(r, 0, "_utils") && (r->method == HM_GET || r->method == HM_HEAD)) return 0; /* as CouchDB */
-    /* as CouchDB's chttpd_auth_request: anyone may ask for a replication; it
-     * acts on local databases as them (h_repl.c) */
-    if (r->nseg == 1 && seg_is(r, 0, "_replicate")) return 0;
-    if (r->nseg == 1 && (seg_is(r, 0, "_all_dbs") || seg_is(r, 0, "_dbs_info")) &&
-        !config_get_bool(hsrv_config(r->srv), "chttpd", "admin_only_all_dbs", 1))
-      return 0;
-    return auth_need_server_admin(r);
+int auth_security(const auth_env *e, store_db *db, json_val **out) {
+  json_val *sec;
+  int rc = store_db_get_security(db, e->a, &sec);
+  if (rc) return rc;
+  if (sec->type == JSON_OBJECT && sec->len == 0) {
+    char *d = config_get(e->cfg, "couchdb", "default_security");
+    int everyone = d && !strcmp(d, "everyone");
+    dv_free(d);
+    if (!everyone) {
+      static const char admin_only[] = "{\"members\":{\"roles\":[\"_admin\"]},\"admins\":{\"roles\":[\"_admin\"]}}";
+      rc = json_parse(e->a, admin_only, sizeof admin_only - 1, NULL, &sec, NULL);
+      if (rc) return rc;
+    }
   }
-  if (r->nseg == 1 && (r->method == HM_PUT || r->method == HM_DELETE)) return auth_need_server_admin(r);
-  if (users && r->nseg >= 2 && (seg_is(r, 1, "_all_docs") || seg_is(r, 1, "_changes")))
-    return auth_need_server_admin(r);
-  if (r->nseg >= 2 && (seg_is(r, 1, "_compact") || seg_is(r, 1, "_view_cleanup"))) r->need_db_admin = 1;
-  /* _users documents follow users.c's rules (anyone may sign up, a user
-   * sees and changes only their own document) for those _security lets in
-   * (nobody but admins by default, as CouchDB 3.4); every other _users
-   * path needs a member. */
-  if (r->nseg >= 2 && r->users_db && r->seg[1][0] != '_' &&
-      (r->method == HM_GET || r->method == HM_HEAD || r->method == HM_PUT || r->method == HM_DELETE))
-    r->users_doc = 1;
+  *out = sec;
   return 0;
 }
 
-/* Is the requester named in (or holding a role of) sec[part]? */
-static int sec_match(hreq *r, const json_val *sec, const char *part, int *empty) {
+/* Is the user named in (or holding a role of) sec[part]? *empty: the part
+ * names nobody. */
+static int sec_match(const auth_user *u, const json_val *sec, const char *part, int *empty) {
   const json_val *p = json_obj_getz(sec, part);
   const json_val *names = p && p->type == JSON_OBJECT ? json_obj_getz(p, "names") : NULL;
   const json_val *roles = p && p->type == JSON_OBJECT ? json_obj_getz(p, "roles") : NULL;
@@ -697,7 +707,7 @@ static int sec_match(hreq *r, const json_val *sec, const char *part, int *empty)
       const json_val *v = names->u.items[i];
       if (v->type != JSON_STRING) continue;
       *empty = 0;
-      if (r->user && v->len == strlen(r->user) && !memcmp(v->u.s, r->user, v->len)) hit = 1;
+      if (u->name && v->len == strlen(u->name) && !memcmp(v->u.s, u->name, v->len)) hit = 1;
     }
   }
   if (roles && roles->type == JSON_ARRAY) {
@@ -705,65 +715,56 @@ static int sec_match(hreq *r, const json_val *sec, const char *part, int *empty)
       const json_val *v = roles->u.items[i];
       if (v->type != JSON_STRING) continue;
       *empty = 0;
-      for (int k = 0; k < r->nroles; k++)
-        if (r->roles[k] && v->len == strlen(r->roles[k]) && !memcmp(v->u.s, r->roles[k], v->len)) hit = 1;
+      for (int k = 0; k < u->nroles; k++)
+        if (u->roles[k] && v->len == strlen(u->roles[k]) && !memcmp(v->u.s, u->roles[k], v->len)) hit = 1;
     }
   }
   return hit;
 }
 
-/* The security object in force: the stored one, or the default of
- * [couchdb] default_security when none was ever set. */
-int auth_security(hreq *r, json_val **out) {
-  json_val *sec;
-  int rc = store_db_get_security(r->db, &r->a, &sec);
-  if (rc) return rc;
-  if (sec->type == JSON_OBJECT && sec->len == 0) {
-    const char *d = cfg(r, "couchdb", "default_security");
-    if (!d || strcmp(d, "everyone")) {
-      static const char admin_only[] = "{\"members\":{\"roles\":[\"_admin\"]},\"admins\":{\"roles\":[\"_admin\"]}}";
-      rc = json_parse(&r->a, admin_only, sizeof admin_only - 1, NULL, &sec, NULL);
-      if (rc) return rc;
-    }
-  }
-  r->sec = sec; /* the write hooks get it (auth_wctx) */
-  *out = sec;
-  return 0;
-}
-
-int auth_db_member(hreq *r) {
-  if (r->is_admin) {
-    r->db_admin = 1;
+int auth_db_access(const auth_user *u, const json_val *sec, int need_admin, int *db_admin, const char **why) {
+  *db_admin = 0;
+  *why = NULL;
+  if (u->is_admin) {
+    *db_admin = 1;
     return 0;
-  }
-  json_val *sec;
-  int rc = auth_security(r, &sec);
-  if (rc) {
-    hres_err(r, rc);
-    return -1;
   }
   int e1, e2;
-  if (sec_match(r, sec, "admins", &e1)) {
-    r->db_admin = 1;
+  if (sec_match(u, sec, "admins", &e1)) {
+    *db_admin = 1;
     return 0;
   }
-  if (r->need_db_admin) {
-    hres_errs(r, 401, "unauthorized", "You are not a server or db admin.");
-    return -1;
+  if (need_admin) {
+    *why = "You are not a server or db admin.";
+    return DV_EUNAUTHORIZED;
   }
   /* _users too: admin-only while it has its default security, as CouchDB
    * 3.4; once opened through _security, users.c's rules decide */
-  if (sec_match(r, sec, "members", &e2) || e2) return 0; /* named, or a public db */
-  if (!r->user) hres_errs(r, 401, "unauthorized", "You are not authorized to access this db.");
-  else hres_errs(r, 403, "forbidden", "You are not allowed to access this db.");
-  return -1;
+  if (sec_match(u, sec, "members", &e2) || e2) return 0; /* named, or a public db */
+  if (!u->name) {
+    *why = "You are not authorized to access this db.";
+    return DV_EUNAUTHORIZED;
+  }
+  *why = "You are not allowed to access this db.";
+  return DV_EFORBIDDEN;
 }
 
-int auth_db_admin(hreq *r) {
-  if (r->is_admin || r->db_admin) return 0;
-  if (!r->user) hres_errs(r, 401, "unauthorized", "You are not a db or server admin.");
-  else hres_errs(r, 403, "forbidden", "You are not a db or server admin.");
-  return -1;
+int auth_db_admin(const auth_user *u, int db_admin, const char **why) {
+  *why = NULL;
+  if (u->is_admin || db_admin) return 0;
+  *why = "You are not a db or server admin.";
+  return u->name ? DV_EFORBIDDEN : DV_EUNAUTHORIZED;
+}
+
+int auth_may_write(const auth_user *u, int db_admin, int users_doc, const char *id, size_t n, int att,
+                   const char **why) {
+  *why = NULL;
+  if (att && users_doc && !db_admin && !u->is_admin) {
+    *why = "Only admins may do this in the users database.";
+    return DV_EFORBIDDEN;
+  }
+  if (n >= 8 && !memcmp(id, "_design/", 8)) return auth_db_admin(u, db_admin, why);
+  return 0;
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
@@ -831,176 +832,29 @@ int auth_setup(store *st, dv_config *c) {
   if (rc) return rc;
   store_set_hooks(st, &(store_hooks_provider){.load = hooks_load, .arg = c});
   char dbn[256];
-  users_db_name(c, dbn, sizeof dbn);
+  auth_users_db_name(c, dbn, sizeof dbn);
   rc = store_db_create(st, dbn);
   if (rc == DV_EDB_EXISTS) rc = 0;
   return rc;
 }
 
-/* ---- /_session ------------------------------------------------------------------------ */
-
-static void put_roles(json_w *w, const char *const *roles, int n) {
-  json_w_arr_begin(w);
-  for (int i = 0; i < n; i++)
-    if (roles[i]) json_w_strz(w, roles[i]);
-  json_w_arr_end(w);
-}
-
-static void session_get(hreq *r) {
-  const char *basic = hq_get(r, "basic", NULL);
-  if (!r->user && basic && !strcmp(basic, "true")) {
-    hres_errs(r, 401, "unauthorized", "Please login.");
-    return;
-  }
-  json_w w;
-  hres_jw(r, 200, &w);
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "ok");
-  json_w_bool(&w, 1);
-  json_w_keyz(&w, "userCtx");
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "name");
-  if (r->user) json_w_strz(&w, r->user);
-  else json_w_null(&w);
-  json_w_keyz(&w, "roles");
-  put_roles(&w, r->roles, r->nroles);
-  json_w_obj_end(&w);
-  json_w_keyz(&w, "info");
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "authentication_handlers");
-  json_w_arr_begin(&w);
-  unsigned on = handlers_on(r);
-  if (on & H_JWT) json_w_strz(&w, "jwt");
-  if (on & H_PROXY) json_w_strz(&w, "proxy");
-  json_w_strz(&w, "cookie");
-  json_w_strz(&w, "default");
-  json_w_arr_end(&w);
-  if (r->auth_via) {
-    json_w_keyz(&w, "authenticated");
-    json_w_strz(&w, r->auth_via);
-  }
-  json_w_obj_end(&w);
-  json_w_obj_end(&w);
-}
-
-static void session_post(hreq *r) {
-  const char *ct = hreq_hdr(r, "Content-Type");
-  const char *name = NULL, *password = NULL;
-  const char *uname = NULL;
-  int have_name = 0, have_uname = 0;
-  if (ct && !strncasecmp(ct, "application/x-www-form-urlencoded", 33)) {
-    name = ap_form_field(&r->a, r->body, r->body_len, "name", &have_name);
-    uname = ap_form_field(&r->a, r->body, r->body_len, "username", &have_uname);
-    password = ap_form_field(&r->a, r->body, r->body_len, "password", NULL);
-  } else if (ct && !strncasecmp(ct, "application/json", 16)) {
-    json_val *b;
-    if (hreq_json_body(r, 1, &b)) return;
-    const json_val *n = json_obj_getz(b, "name"), *un = json_obj_getz(b, "username"), *p = json_obj_getz(b, "password");
-    have_name = n != NULL, have_uname = un != NULL;
-    /* a NUL inside either would cut it short: such a pair never matches */
-    if (n && n->type == JSON_STRING && !memchr(n->u.s, 0, n->len)) name = arena_strndup(&r->a, n->u.s, n->len);
-    if (un && un->type == JSON_STRING && !memchr(un->u.s, 0, un->len)) uname = arena_strndup(&r->a, un->u.s, un->len);
-    if (p && p->type == JSON_STRING && !memchr(p->u.s, 0, p->len)) password = arena_strndup(&r->a, p->u.s, p->len);
-  } else {
-    hres_errs(r, 415, "bad_content_type", "Content-Type must be application/x-www-form-urlencoded or application/json");
-    return;
-  }
-  /* couch_httpd_auth:extract_username: "name" or "username", not two
-   * different ones, and one of them */
-  if (!have_name && !have_uname) {
-    hres_errs(r, 400, "bad_request", "request body must contain a username");
-    return;
-  }
-  if (have_name && have_uname && (!name || !uname || strcmp(name, uname))) {
-    hres_errs(r, 400, "bad_request", "request body contains different usernames");
-    return;
-  }
-  if (!have_name) name = uname;
-  int ok = 0;
-  const char **roles = NULL;
-  int nroles = 0;
-  if (name && password && strlen(name) <= MAX_NAME) {
-    int rc = auth_check_password(r, name, password, &ok, &roles, &nroles);
-    if (rc) {
-      hres_err(r, rc);
-      return;
-    }
-  }
-  if (!ok) {
-    hres_errs(r, 401, "unauthorized", "Name or password is incorrect.");
-    return;
-  }
-  auser u;
-  int found;
-  if (user_lookup(r, name, &u, &found) || !found) {
-    hres_errs(r, 401, "unauthorized", "Name or password is incorrect.");
-    return;
-  }
-  const char *c = cookie_make(r, name, u.salt, (long)time(NULL));
-  if (!c) {
-    hres_errs(r, 500, "internal_server_error", "No [chttpd_auth] secret.");
-    return;
-  }
-  set_cookie(r, c, cookie_timeout(r));
-  const char *next = hq_get(r, "next", NULL);
-  json_w w;
-  hres_jw(r, next ? 302 : 200, &w);
-  if (next) hres_header(r, "Location", next);
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "ok");
-  json_w_bool(&w, 1);
-  json_w_keyz(&w, "name");
-  json_w_strz(&w, name);
-  json_w_keyz(&w, "roles");
-  put_roles(&w, roles, nroles);
-  json_w_obj_end(&w);
-}
-
-void hapi_session(hreq *r) {
-  switch (r->method) {
-  case HM_GET:
-  case HM_HEAD:
-    session_get(r);
-    break;
-  case HM_POST:
-    session_post(r);
-    break;
-  case HM_DELETE:
-    set_cookie(r, "", 0);
-    if (hq_get(r, "next", NULL)) {
-      hres_header(r, "Location", hq_get(r, "next", NULL));
-      json_w w;
-      hres_jw(r, 302, &w);
-      json_w_obj_begin(&w);
-      json_w_keyz(&w, "ok");
-      json_w_bool(&w, 1);
-      json_w_obj_end(&w);
-    } else {
-      hres_ok(r, 200);
-    }
-    break;
-  default:
-    hres_method(r, "GET,HEAD,POST,DELETE");
-  }
-}
-
 /* ---- _users writes ------------------------------------------------------------------ */
 
-int auth_users_prepare(hreq *r, const char *id, size_t n, json_val *doc, json_val **out) {
+int auth_users_prepare(const auth_env *e, const auth_user *u, int db_admin, const char *id, size_t n, json_val *doc,
+                       json_val **out) {
   *out = doc;
-  if (!auth_is_users_db(r) || !doc || !id) return 0;
-  users_ctx u = {.name = r->user, .is_admin = r->is_admin || r->db_admin};
-  char *prf = config_get(hsrv_config(r->srv), "chttpd_auth", "pbkdf2_prf");
-  int rc = users_before_write(&r->a, &u, id, n, doc, prf && *prf ? prf : "sha256",
-                              auth_iterations(hsrv_config(r->srv)), out);
+  if (!doc || !id) return 0;
+  users_ctx uc = {.name = u->name, .is_admin = u->is_admin || db_admin};
+  char *prf = config_get(e->cfg, "chttpd_auth", "pbkdf2_prf");
+  int rc = users_before_write(e->a, &uc, id, n, doc, prf && *prf ? prf : "sha256", auth_iterations(e->cfg), out);
   dv_free(prf);
   return rc;
 }
 
-void auth_wctx(hreq *r, store_wctx *w, store_user *u) {
-  *u = (store_user){.name = r->user, .roles = r->roles, .n_roles = r->nroles > 0 ? (size_t)r->nroles : 0,
-                    .is_admin = r->is_admin, .is_db_admin = r->db_admin};
-  *w = (store_wctx){.user = u, .sec = r->sec, .a = &r->a};
+void auth_wctx(const auth_user *u, int db_admin, const json_val *sec, dv_arena *a, store_wctx *w, store_user *su) {
+  *su = (store_user){.name = u->name, .roles = u->roles, .n_roles = u->nroles > 0 ? (size_t)u->nroles : 0,
+                     .is_admin = u->is_admin, .is_db_admin = db_admin};
+  *w = (store_wctx){.user = su, .sec = sec, .a = a};
 }
 
 /* The users database's validator (store/hooks.h): users.c's rules, in the
@@ -1035,7 +889,7 @@ static int users_vdu(void *ctx, const json_val *nd, store_old *old, const store_
 /* The hooks provider: the users database gets users_vdu. */
 static int hooks_load(void *arg, const char *name, size_t len, store_hooks *out) {
   char dbn[256];
-  users_db_name(arg, dbn, sizeof dbn);
+  auth_users_db_name(arg, dbn, sizeof dbn);
   if (strlen(dbn) == len && !memcmp(dbn, name, len)) {
     out->validate[0].fn = users_vdu;
     out->validate[0].ctx = arg;

@@ -9,8 +9,8 @@
  * ANON (no name). JSON is written with ' for " to stay readable.
  */
 #include "test.h"
-#include "http/crypto.h"
-#include "http/users.h"
+#include "auth/crypto.h"
+#include "auth/users.h"
 #include "json/json.h"
 #include "util/alloc.h"
 

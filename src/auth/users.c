@@ -48,14 +48,14 @@
  * old roles that are not an array), CouchDB answers 500 with the error's
  * name; we answer 500 "TypeError" with SpiderMonkey's message.
  */
-#include "http/users.h"
+#include "auth/users.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/crypto.h"
+#include "auth/crypto.h"
 #include "util/buf.h"
 
 #define PREFIX_LEN (sizeof USERS_ID_PREFIX - 1)

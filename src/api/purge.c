@@ -1,4 +1,4 @@
-/* h_purge.c — POST /{db}/_purge and /{db}/_purged_infos_limit, CouchDB
+/* purge.c — POST /{db}/_purge and /{db}/_purged_infos_limit, CouchDB
  * 3.x's shapes (chttpd_db.erl) over store_purge.
  *
  *   POST /{db}/_purge   {"docid": ["rev", …], …}
@@ -17,8 +17,8 @@
  */
 #include <string.h>
 
-#include "http/auth.h"
-#include "http/http_int.h"
+#include "api/api.h"
+#include "api/api.h"
 
 #define PURGE_MAX_DOCS 100   /* CouchDB's [purge] max_document_id_number */
 #define PURGE_MAX_REVS 1000  /* CouchDB's [purge] max_revisions_number */
@@ -93,19 +93,13 @@ oom:
 }
 
 void hapi_purge(hreq *r) {
-  if (r->method != HM_POST) {
-    hres_method(r, "POST");
-    return;
-  }
-  if (hreq_need_json(r)) return;
-  json_val *body;
-  if (hreq_json_body(r, 1, &body)) return;
+  json_val *body = r->json;
   pdoc *docs;
   if (parse_body(r, body, &docs)) return;
-  if (hreq_open_db(r) || auth_db_admin(r)) return;
+  if (api_db_admin(r)) return;
   for (size_t i = 0; i < body->len; i++) {
     pdoc *d = &docs[i];
-    int rc = store_purge(r->db, d->id, d->id_len, d->revs, d->n, &r->a, &d->purged, &d->n_purged);
+    int rc = store_purge(r->app->db, d->id, d->id_len, d->revs, d->n, &r->a, &d->purged, &d->n_purged);
     if (rc) {
       hres_err(r, rc);
       return;
@@ -139,10 +133,6 @@ void hapi_purge(hreq *r) {
 }
 
 void hapi_purged_infos_limit(hreq *r) {
-  if (r->method != HM_GET && r->method != HM_PUT) {
-    hres_method(r, "GET,PUT");
-    return;
-  }
   int64_t n = 0;
   if (r->method == HM_PUT) {
     json_val *v;
@@ -152,10 +142,10 @@ void hapi_purged_infos_limit(hreq *r) {
       return;
     }
   }
-  if (hreq_open_db(r) || (r->method != HM_GET && auth_db_admin(r))) return;
+  if (r->method != HM_GET && api_db_admin(r)) return;
   int rc;
   if (r->method == HM_GET) {
-    rc = store_db_get_purged_infos_limit(r->db, &n);
+    rc = store_db_get_purged_infos_limit(r->app->db, &n);
     if (!rc) {
       json_w w;
       hres_jw(r, 200, &w);
@@ -163,8 +153,16 @@ void hapi_purged_infos_limit(hreq *r) {
       if (json_w_finish(&w)) rc = DV_ENOMEM;
     }
   } else {
-    rc = store_db_set_purged_infos_limit(r->db, n);
+    rc = store_db_set_purged_infos_limit(r->app->db, n);
     if (!rc) hres_ok(r, 200);
   }
   if (rc) hres_err(r, rc);
 }
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static const http_route routes[] = {
+    {M(POST), "/{db}/_purge", API_NEEDS_DB | HTTP_JSON_OBJECT, hapi_purge},
+    {M(GET) | M(PUT), "/{db}/_purged_infos_limit", API_NEEDS_DB, hapi_purged_infos_limit},
+};
+const api_routes api_purge_routes = API_TABLE(routes);

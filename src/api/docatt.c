@@ -1,6 +1,6 @@
-/* hatt.c — attachments at the document level: what the document endpoints
- * (h_doc.c), the bulk endpoints (h_bulk.c) and the changes feed
- * (h_changes.c) share once a document carries `_attachments`.
+/* docatt.c — attachments at the document level: what the document endpoints
+ * (api/doc.c), the bulk endpoints (api/bulk.c) and the changes feed
+ * (api/changes.c) share once a document carries `_attachments`.
  *
  *   writes   hatt_prepare readies a store_edit's inline attachments the way
  *            CouchDB's couch_db:with_stream does: max_attachment_size,
@@ -32,10 +32,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http/auth.h"
+#include "api/api.h"
 #include "http/hparse.h"
-#include "http/http_int.h"
-#include "http/multipart.h"
+#include "api/api.h"
+#include "util/multipart.h"
 #include "util/alloc.h"
 #include "util/b64.h"
 #include "util/config.h"
@@ -121,7 +121,7 @@ static int compressible(const char *types, const char *ct, size_t cn) {
 /* ---- per-request write state ------------------------------------------------ */
 
 void hatt_cfg_get(hreq *r, hatt_cfg *out) {
-  dv_config *c = hsrv_config(r->srv);
+  dv_config *c = api_config(r);
   long long lv = config_get_int(c, "attachments", "compression_level", DV_GZ_LEVEL);
   out->level = lv < 0 ? 0 : lv > 9 ? 9 : (int)lv;
   char *v = config_get(c, "couchdb", "max_attachment_size");
@@ -220,7 +220,7 @@ static int take_buf(hatt_w *w, dv_buf *b, const uint8_t **out, size_t *out_n) {
 
 static int upload_bytes(hatt_w *w, const store_edit *e, store_att *a) {
   store_att_upload *u;
-  int rc = store_att_upload_begin(w->r->db, e->id, e->id_len, &u);
+  int rc = store_att_upload_begin(w->r->app->db, e->id, e->id_len, &u);
   if (rc) return rc;
   if ((rc = keep_up(w, u))) {
     store_att_upload_free(u);
@@ -333,12 +333,12 @@ static const store_att *missing_stub(hreq *r, const store_edit *e) {
   if (e->path_len) { /* replication: any leaf's attachment of that name */
     store_leaf *lv;
     size_t nl;
-    if (!store_doc_leaves(r->db, e->id, e->id_len, &r->a, &lv, &nl)) {
+    if (!store_doc_leaves(r->app->db, e->id, e->id_len, &r->a, &lv, &nl)) {
       size_t cap = 0;
       for (size_t i = 0; i < nl; i++) {
         store_att *v;
         size_t n;
-        if (store_doc_atts(r->db, e->id, e->id_len, &lv[i].rev, &r->a, NULL, &v, &n) || !n) continue;
+        if (store_doc_atts(r->app->db, e->id, e->id_len, &lv[i].rev, &r->a, NULL, &v, &n) || !n) continue;
         store_att *all = arena_alloc(&r->a, (cap + n) * sizeof *all);
         if (!all) break;
         if (n_have) memcpy(all, have, n_have * sizeof *all);
@@ -349,7 +349,7 @@ static const store_att *missing_stub(hreq *r, const store_edit *e) {
       }
     }
   } else if (e->parent.pos) {
-    if (store_doc_atts(r->db, e->id, e->id_len, &e->parent, &r->a, NULL, &have, &n_have)) n_have = 0;
+    if (store_doc_atts(r->app->db, e->id, e->id_len, &e->parent, &r->a, NULL, &have, &n_have)) n_have = 0;
   }
   const store_att *first = NULL;
   for (size_t i = 0; i < e->n_atts; i++) {
@@ -473,7 +473,7 @@ static int mp_part_begin(void *arg) {
   uint64_t bound = (uint64_t)m->want + (m->enc ? (uint64_t)m->want / 1000 + 64 : 0);
   buf_init(&m->mem);
   if (m->budget + bound > STORE_ATT_INLINE_MAX) {
-    rc = store_att_upload_begin(w->r->db, m->e->id, m->e->id_len, &m->up);
+    rc = store_att_upload_begin(w->r->app->db, m->e->id, m->e->id_len, &m->up);
     if (!rc && (rc = keep_up(w, m->up))) store_att_upload_free(m->up);
     if (rc) {
       m->up = NULL;
@@ -700,7 +700,7 @@ void hatt_mp_free(hatt_mp *m) {
 int hatt_mp_read(hatt_w *w, const char *ctype, hatt_doc_fn fn, void *arg, store_edit **out) {
   hreq *r = w->r;
   hatt_mp *m;
-  if (hatt_mp_begin(w, ctype, hsrv_opts(r->srv)->max_body, fn, arg, &m)) return -1;
+  if (hatt_mp_begin(w, ctype, api_srv_of(r)->max_body, fn, arg, &m)) return -1;
   int rc = hatt_mp_feed(m, (const uint8_t *)(r->body ? r->body : ""), r->body_len);
   if (!rc) rc = hatt_mp_end(m, out);
   hatt_mp_free(m);
@@ -716,7 +716,7 @@ int hatt_copy(hatt_w *w, const char *src_id, size_t src_n, const store_rev *src_
   if (!any) return 0;
   store_att *v;
   size_t n;
-  int rc = store_doc_atts(r->db, src_id, src_n, src_rev, &r->a, NULL, &v, &n);
+  int rc = store_doc_atts(r->app->db, src_id, src_n, src_rev, &r->a, NULL, &v, &n);
   if (rc) return rc;
   size_t budget = 0;
   for (size_t i = 0; i < e->n_atts; i++) {
@@ -731,7 +731,7 @@ int hatt_copy(hatt_w *w, const char *src_id, size_t src_n, const store_rev *src_
     dv_buf b;
     buf_init(&b);
     if (big) {
-      if ((rc = store_att_upload_begin(r->db, e->id, e->id_len, &u))) return rc;
+      if ((rc = store_att_upload_begin(r->app->db, e->id, e->id_len, &u))) return rc;
       if ((rc = keep_up(w, u))) {
         store_att_upload_free(u);
         return rc;
@@ -743,7 +743,7 @@ int hatt_copy(hatt_w *w, const char *src_id, size_t src_n, const store_rev *src_
       size_t want = (size_t)(s->enc_length - off < READ_PIECE ? s->enc_length - off : READ_PIECE), got = 0;
       uint8_t *p = big ? piece : buf_extend(&b, want);
       if (!p) rc = DV_ENOMEM;
-      if (!rc) rc = store_att_pread(r->db, src_id, src_n, s, off, p, want, &got);
+      if (!rc) rc = store_att_pread(r->app->db, src_id, src_n, s, off, p, want, &got);
       if (!rc && got != want) rc = DV_EATT_GONE;
       if (!rc && big) rc = store_att_upload_write(u, p, got);
       off += (int64_t)want;
@@ -930,7 +930,7 @@ int hatt_out_new(hreq *r, hatt_out **out) {
   if (!o) return DV_ENOMEM;
   arena_init(&o->a, 0);
   buf_init(&o->lit);
-  int rc = store_db_open(hsrv_store(r->srv), r->db_name, &o->db);
+  int rc = store_db_open(api_store(r), r->app->db_name, &o->db);
   if (rc) {
     dv_free(o);
     return rc;

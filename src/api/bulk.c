@@ -1,4 +1,4 @@
-/* h_bulk.c — the bulk endpoints of a database: _bulk_docs, _bulk_get,
+/* bulk.c — the bulk endpoints of a database: _bulk_docs, _bulk_get,
  * _revs_diff, _missing_revs, and the _all_docs family (_all_docs,
  * _design_docs, _local_docs and their /queries forms).
  *
@@ -22,7 +22,7 @@
  *                CouchDB computes them (offset counts the live documents
  *                before the first row, which costs a scan of them).
  *
- * Attachments (hatt.c): _bulk_docs takes inline data and stubs (as PouchDB
+ * Attachments (api/docatt.c): _bulk_docs takes inline data and stubs (as PouchDB
  * and the replicator send them; an error of one document's stubs is that
  * document's row, a bad or oversized attachment fails the request as
  * CouchDB's from_json_obj_validate does); _bulk_get and _all_docs
@@ -38,9 +38,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http/auth.h"
-#include "http/http_int.h"
-#include "http/users.h"
+#include "api/api.h"
+#include "api/api.h"
+#include "auth/users.h"
 #include "repl/repl.h"
 #include "util/alloc.h"
 
@@ -127,7 +127,7 @@ typedef struct bdoc {
   int64_t lrev;         /* local documents: N of the "0-N" given (0: none) */
   int rc;               /* local documents: the result */
   int64_t new_rev;      /* local documents: the revision written */
-  const char *deny_err; /* refused before writing (rights): its error … */
+  int deny;             /* refused before writing (rights): its code … */
   const char *deny_reason; /* … and reason; the document is not written */
 } bdoc;
 
@@ -290,7 +290,7 @@ static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t *
   if (!slot || !occ || !v || !count) goto oom;
   size_t nv = 0, n_edits = 0, n_rounds = 0;
   for (size_t i = 0; i < n; i++) {
-    if (d[i].local || d[i].deny_err) continue;
+    if (d[i].local || d[i].deny) continue;
     n_edits++;
     if (!new_edits && d[i].id) v[nv++] = (idpos){.id = d[i].id, .len = d[i].id_len, .at = i};
   }
@@ -298,7 +298,7 @@ static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t *
   for (size_t k = 1; k < nv; k++)
     if (v[k].len == v[k - 1].len && !memcmp(v[k].id, v[k - 1].id, v[k].len)) occ[v[k].at] = occ[v[k - 1].at] + 1;
   for (size_t i = 0; i < n; i++)
-    if (!d[i].local && !d[i].deny_err) {
+    if (!d[i].local && !d[i].deny) {
       count[occ[i]]++;
       if (occ[i] + 1 > n_rounds) n_rounds = occ[i] + 1;
     }
@@ -311,7 +311,7 @@ static int bulk_rounds(hreq *r, const bdoc *d, size_t n, int new_edits, size_t *
     round_end[k] = at;
   }
   for (size_t i = 0; i < n; i++)
-    if (!d[i].local && !d[i].deny_err) slot[i] = count[occ[i]]++;
+    if (!d[i].local && !d[i].deny) slot[i] = count[occ[i]]++;
   *out_slot = slot;
   *out_round_end = round_end;
   *out_rounds = n_rounds;
@@ -326,43 +326,27 @@ oom:
  * admin. In the users database a plaintext password becomes PBKDF2 fields
  * here (d->doc replaced); the _users rules answer from the store's edit
  * (its validator, auth.c). A refusal is the document's own result row
- * (d->deny_*), as CouchDB answers; -1 only for a request-wide error,
+ * (d->deny, d->deny_reason), as CouchDB answers: api_may_write; -1 only for a request-wide error,
  * written. */
 static int bdoc_rights(hreq *r, bdoc *d) {
-  int design = d->id && d->id_len >= 8 && !memcmp(d->id, "_design/", 8);
-  int admin = r->is_admin || r->db_admin;
-  if (!admin && design) {
-    d->deny_err = r->user ? "forbidden" : "unauthorized";
-    d->deny_reason = "You are not a db or server admin.";
-    return 0;
-  }
   const char *why;
-  if (d->doc && r->db_name && repl_is_replicator_db(r->db_name, strlen(r->db_name)) &&
-      !(d->id && d->id_len >= 7 && !memcmp(d->id, "_local/", 7)) &&
-      repl_doc_validate(&r->a, d->doc, r->user, r->is_admin, &why)) {
-    d->deny_err = "forbidden";
+  json_val *doc = (json_val *)d->doc;
+  int rc = api_may_write(r, d->id, d->id ? d->id_len : 0, 0, &doc, &why);
+  if (rc == DV_EFORBIDDEN || rc == DV_EUNAUTHORIZED) {
+    d->deny = rc;
     d->deny_reason = why;
     return 0;
   }
-  json_val *out;
-  int rc = auth_users_prepare(r, d->id, d->id_len, (json_val *)d->doc, &out);
   if (rc) {
     hres_err(r, rc);
     return -1;
   }
-  d->doc = out;
+  d->doc = doc;
   return 0;
 }
 
 void hapi_bulk_docs(hreq *r) {
-  if (hreq_open_db(r)) return;
-  if (r->method != HM_POST) {
-    hres_method(r, "POST");
-    return;
-  }
-  if (hreq_need_json(r)) return;
-  json_val *body;
-  if (hreq_json_body(r, 1, &body)) return;
+  json_val *body = r->json;
   const json_val *docs = json_obj_getz(body, "docs");
   if (!docs) {
     hres_errs(r, 400, "bad_request", "POST body must include `docs` parameter.");
@@ -408,7 +392,7 @@ void hapi_bulk_docs(hreq *r) {
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    if (d[i].local || d[i].deny_err) continue;
+    if (d[i].local || d[i].deny) continue;
     store_edit *e = d[i].e = &edits[slot[i]];
     int rc = store_edit_from_json(&r->a, d[i].doc, new_edits, e);
     if (rc) {
@@ -437,7 +421,7 @@ void hapi_bulk_docs(hreq *r) {
   for (size_t i = 0; i < n; i++) {
     if (!d[i].local) continue;
     /* new_edits or not, as CouchDB: the rev given + 1, never checked */
-    d[i].rc = store_local_put(r->db, d[i].id, d[i].id_len, d[i].body, d[i].lrev, d[i].deleted, 0, &d[i].new_rev);
+    d[i].rc = store_local_put(r->app->db, d[i].id, d[i].id_len, d[i].body, d[i].lrev, d[i].deleted, 0, &d[i].new_rev);
     if (!new_edits && d[i].deleted && d[i].rc == DV_ENOT_FOUND) d[i].rc = 0; /* replicating a deletion of nothing */
     if (d[i].rc == DV_ENO_DB || dv_err_retryable(d[i].rc)) {
       hres_err(r, d[i].rc);
@@ -446,9 +430,9 @@ void hapi_bulk_docs(hreq *r) {
   }
   store_wctx wc;
   store_user su;
-  auth_wctx(r, &wc, &su);
+  api_wctx(r, &wc, &su);
   for (size_t k = 0, from = 0; k < n_rounds; from = round_end[k++]) {
-    int rc = store_update(r->db, &wc, edits + from, round_end[k] - from, new_edits);
+    int rc = store_update(r->app->db, &wc, edits + from, round_end[k] - from, new_edits);
     if (rc) {
       hres_err(r, rc);
       goto done;
@@ -461,13 +445,13 @@ void hapi_bulk_docs(hreq *r) {
   hres_jw(r, 201, &w);
   json_w_arr_begin(&w);
   for (size_t i = 0; i < n; i++) {
-    if (d[i].deny_err) { /* refused for its rights, as CouchDB: one row */
+    if (d[i].deny) { /* refused for its rights, as CouchDB: one row */
       json_w_obj_begin(&w);
       json_w_keyz(&w, "id");
       if (d[i].id) json_w_str(&w, d[i].id, d[i].id_len);
       else json_w_null(&w);
       json_w_keyz(&w, "error");
-      json_w_strz(&w, d[i].deny_err);
+      json_w_strz(&w, dv_err_couch(d[i].deny));
       json_w_keyz(&w, "reason");
       json_w_strz(&w, d[i].deny_reason);
       json_w_obj_end(&w);
@@ -582,7 +566,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
   }
   if (is_local_id(id->u.s, id->len)) { /* a _local/ document has one revision */
     json_val *doc;
-    int rc = store_local_get(r->db, id->u.s, id->len, &r->a, &doc);
+    int rc = store_local_get(r->app->db, id->u.s, id->len, &r->a, &doc);
     if (rc && rc != DV_ENOT_FOUND) return rc;
     const json_val *cur = rc ? NULL : json_obj_getz(doc, "_rev");
     if (rc || (have_rev && (!cur || cur->len != rev->len || memcmp(cur->u.s, rev->u.s, rev->len)))) {
@@ -596,7 +580,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
     goto done;
   }
   json_val *res;
-  int rc = store_doc_open_revs(r->db, id->u.s, id->len, have_rev ? &rv : NULL, have_rev, flags, &r->a, &res);
+  int rc = store_doc_open_revs(r->app->db, id->u.s, id->len, have_rev ? &rv : NULL, have_rev, flags, &r->a, &res);
   if (rc == DV_ENOT_FOUND || rc == DV_EBAD_DOCID) {
     jw_get_error(w, id, rev, have_rev ? NULL : "undefined", "not_found", "missing");
     goto done;
@@ -610,7 +594,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
       jw_get_error(w, id, miss, NULL, "not_found", "missing");
       continue;
     }
-    if (ro.data && (rc = hatt_doc(r->db, &r->a, json_obj_getz(o, "ok"), &ro, NULL, NULL))) return rc;
+    if (ro.data && (rc = hatt_doc(r->app->db, &r->a, json_obj_getz(o, "ok"), &ro, NULL, NULL))) return rc;
     json_w_val(w, o);
   }
   if (res->len == 0) jw_get_error(w, id, rev, have_rev ? NULL : "undefined", "not_found", "missing");
@@ -621,14 +605,7 @@ done:
 }
 
 void hapi_bulk_get(hreq *r) {
-  if (hreq_open_db(r)) return;
-  if (r->method != HM_POST) {
-    hres_method(r, "POST");
-    return;
-  }
-  if (hreq_need_json(r)) return;
-  json_val *body;
-  if (hreq_json_body(r, 1, &body)) return;
+  json_val *body = r->json;
   /* Query parameters: couch_httpd_db's doc options; the per-revision ones
    * make no sense here and are refused. */
   int flags = 0, with_atts = 0;
@@ -689,8 +666,7 @@ typedef struct rdiff {
 /* Parse the body {"id": ["rev", …], …}: writes CouchDB's error and returns
  * NULL on bad input. */
 static rdiff *rdiff_parse(hreq *r, size_t *out_n) {
-  json_val *body;
-  if (hreq_need_json(r) || hreq_json_body(r, 1, &body)) return NULL;
+  json_val *body = r->json;
   rdiff *q = arena_calloc(&r->a, (body->len ? body->len : 1) * sizeof *q);
   if (!q) {
     hres_err(r, DV_ENOMEM);
@@ -728,7 +704,7 @@ static int rdiff_missing(hreq *r, const rdiff *q, char *miss, size_t *n_miss, st
   *leaves = NULL;
   *n_leaves = 0;
   *n_miss = 0;
-  int rc = store_doc_leaves(r->db, q->m->key, q->m->klen, &r->a, leaves, n_leaves);
+  int rc = store_doc_leaves(r->app->db, q->m->key, q->m->klen, &r->a, leaves, n_leaves);
   if (rc == DV_ENOT_FOUND || rc == DV_EBAD_DOCID) rc = 0, *n_leaves = 0;
   if (rc) return rc;
   for (size_t k = 0; k < q->n; k++) {
@@ -747,11 +723,6 @@ static int rdiff_missing(hreq *r, const rdiff *q, char *miss, size_t *n_miss, st
 
 /* diff = 1: _revs_diff's answer; 0: _missing_revs'. */
 static void revs_diff(hreq *r, int diff) {
-  if (hreq_open_db(r)) return;
-  if (r->method != HM_POST) {
-    hres_method(r, "POST");
-    return;
-  }
   size_t n;
   rdiff *q = rdiff_parse(r, &n);
   if (!q) return;
@@ -1105,7 +1076,7 @@ static void row_write(adctx *c, const store_doc_row *row, const json_val *key) {
   if (c->q->include_docs) {
     buf_puts(o, ",\"doc\":");
     hatt_ro ro = {.data = c->q->attachments};
-    if (row->doc && ro.data && !c->att_rc) c->att_rc = hatt_doc(c->r->db, &c->r->a, row->doc, &ro, NULL, NULL);
+    if (row->doc && ro.data && !c->att_rc) c->att_rc = hatt_doc(c->r->app->db, &c->r->a, row->doc, &ro, NULL, NULL);
     if (row->doc) {
       if (json_write(o, row->doc)) c->err = 1;
     } else {
@@ -1148,7 +1119,7 @@ static int keys_cb(void *arg, const store_doc_row *row) {
 /* keys mode: the row of a _local/ document (not_found unless mine). */
 static int keys_local_row(adctx *c, const json_val *k, int mine) {
   json_val *doc;
-  int rc = mine ? store_local_get(c->r->db, k->u.s, k->len, &c->r->a, &doc) : DV_ENOT_FOUND;
+  int rc = mine ? store_local_get(c->r->app->db, k->u.s, k->len, &c->r->a, &doc) : DV_ENOT_FOUND;
   if (rc == DV_ENOT_FOUND) {
     row_missing(c, k);
     return 0;
@@ -1164,7 +1135,7 @@ static int keys_local_row(adctx *c, const json_val *k, int mine) {
 
 static int ad_info(adctx *c) {
   if (c->have_info) return 0;
-  int rc = store_db_info_get(c->r->db, &c->info);
+  int rc = store_db_info_get(c->r->app->db, &c->info);
   if (!rc) c->have_info = 1;
   return rc;
 }
@@ -1179,7 +1150,7 @@ static int ad_total(adctx *c, int64_t *out) {
       store_range all;
       store_range_init(&all);
       c->count = 0;
-      rc = store_all_docs(c->r->db, STORE_DESIGN, &all, 0, 0, count_cb, c);
+      rc = store_all_docs(c->r->app->db, STORE_DESIGN, &all, 0, 0, count_cb, c);
       if (!rc) c->ddocs = c->count;
     }
     if (!rc) *out = c->ddocs;
@@ -1203,7 +1174,7 @@ static int ad_before(adctx *c, const store_range *rg, int64_t *out) {
   }
   *out = 0;
   if (!at) return 0;
-  return store_doc_rank(c->r->db, at, at_len, rg->descending, out);
+  return store_doc_rank(c->r->app->db, at, at_len, rg->descending, out);
 }
 
 static void put_int_or_null(dv_buf *o, int have, int64_t v) {
@@ -1268,7 +1239,7 @@ static int ad_run(adctx *c, const adq *q) {
     c->rows_later = 1; /* the rows and the end: ad_stream, page by page */
     return 0;
   } else if (!keys_mode) {
-    rc = store_all_docs(r->db, c->which, &rg, q->include_docs, doc_flags, range_cb, c);
+    rc = store_all_docs(r->app->db, c->which, &rg, q->include_docs, doc_flags, range_cb, c);
     if (rc) return rc;
   } else {
     /* fabric_view_all_docs: descending reverses the keys, then skip and limit */
@@ -1291,7 +1262,7 @@ static int ad_run(adctx *c, const adq *q) {
        * on _all_docs); the rows asked of the store so far go first */
       if (n_ask && (i == to || local || loc)) {
         c->key_at = 0;
-        rc = store_all_docs_keys(r->db, ids, lens, n_ask, q->include_docs, doc_flags, keys_cb, c);
+        rc = store_all_docs_keys(r->app->db, ids, lens, n_ask, q->include_docs, doc_flags, keys_cb, c);
         if (rc) return rc;
         n_ask = 0;
       }
@@ -1370,7 +1341,7 @@ static int ad_step(void *arg, hfeed *f, dv_buf *out) {
     rg.limit = ask;
     c->page_rows = 0;
     int doc_flags = (q->conflicts ? STORE_CONFLICTS : 0) | (q->att_encoding_info ? STORE_ATT_INFO : 0);
-    int rc = store_all_docs(c->r->db, c->which, &rg, q->include_docs, doc_flags, page_cb, c);
+    int rc = store_all_docs(c->r->app->db, c->which, &rg, q->include_docs, doc_flags, page_cb, c);
     if (rc || c->att_rc || c->err) return HF_FAIL; /* the status is sent: cut the body */
     if (c->page_rows < ask) a->done = 1;
   }
@@ -1415,7 +1386,6 @@ static void ad_stream_start(adctx *c) {
 }
 
 void hapi_all_docs(hreq *r, int which, int queries) {
-  if (hreq_open_db(r)) return;
   int get = r->method == HM_GET || r->method == HM_HEAD;
   if (queries ? r->method != HM_POST : !get && r->method != HM_POST) {
     hres_method(r, queries ? "POST" : "GET,HEAD,POST");
@@ -1505,3 +1475,26 @@ void hapi_all_docs(hreq *r, int which, int queries) {
 oom:
   hres_err(r, DV_ENOMEM);
 }
+
+/* ---- routes ------------------------------------------------------------------ */
+
+static void all_docs(hreq *r) { hapi_all_docs(r, STORE_ALL, 0); }
+static void all_docs_queries(hreq *r) { hapi_all_docs(r, STORE_ALL, 1); }
+static void design_docs(hreq *r) { hapi_all_docs(r, STORE_DESIGN, 0); }
+static void design_docs_queries(hreq *r) { hapi_all_docs(r, STORE_DESIGN, 1); }
+static void local_docs(hreq *r) { hapi_all_docs(r, STORE_LOCAL, 0); }
+static void local_docs_queries(hreq *r) { hapi_all_docs(r, STORE_LOCAL, 1); }
+
+static const http_route routes[] = {
+    {HTTP_ANY, "/{db}/_all_docs", API_NEEDS_DB | API_SYSDB_ADMIN, all_docs},
+    {HTTP_ANY, "/{db}/_all_docs/queries", API_NEEDS_DB | API_SYSDB_ADMIN, all_docs_queries},
+    {HTTP_ANY, "/{db}/_design_docs", API_NEEDS_DB, design_docs},
+    {HTTP_ANY, "/{db}/_design_docs/queries", API_NEEDS_DB, design_docs_queries},
+    {HTTP_ANY, "/{db}/_local_docs", API_NEEDS_DB, local_docs},
+    {HTTP_ANY, "/{db}/_local_docs/queries", API_NEEDS_DB, local_docs_queries},
+    {M(POST), "/{db}/_bulk_docs", API_NEEDS_DB | HTTP_JSON_OBJECT, hapi_bulk_docs},
+    {M(POST), "/{db}/_bulk_get", API_NEEDS_DB | HTTP_JSON_OBJECT, hapi_bulk_get},
+    {M(POST), "/{db}/_revs_diff", API_NEEDS_DB | HTTP_JSON_OBJECT, hapi_revs_diff},
+    {M(POST), "/{db}/_missing_revs", API_NEEDS_DB | HTTP_JSON_OBJECT, hapi_missing_revs},
+};
+const api_routes api_bulk_routes = API_TABLE(routes);

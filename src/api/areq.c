@@ -1,0 +1,104 @@
+/* areq.c — request helpers with CouchDB's meaning, for every endpoint
+ * file: opening the request's database (with its membership check),
+ * document-id checks, the answer of a write, and new ids.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "api/api.h"
+
+int hreq_open_db(hreq *r) {
+  if (r->app->db) return 0;
+  int rc = store_db_name_check(r->app->db_name, strlen(r->app->db_name));
+  if (!rc) rc = store_db_open(api_store(r), r->app->db_name, &r->app->db);
+  if (rc) {
+    if (rc == DV_EBAD_DB_NAME)
+      hres_errwf(r, rc,
+                 "Name: '%s'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, "
+                 "-, and / are allowed. Must begin with a letter.",
+                 r->app->db_name);
+    else
+      hres_err(r, rc);
+    return -1;
+  }
+  return api_db_member(r, r->route && (r->route->flags & API_DB_ADMIN));
+}
+
+int hreq_docid_ok(hreq *r, const char *id, size_t n, int local) {
+  const char *why = store_docid_problem(id, n, local);
+  if (!why) return 0;
+  hres_errw(r, DV_EBAD_DOCID, why);
+  return -1;
+}
+
+void hres_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc) {
+  json_w w;
+  hres_jw(r, status, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "ok");
+  json_w_bool(&w, 1);
+  json_w_keyz(&w, "id");
+  json_w_str(&w, id, n);
+  if (rev) {
+    json_w_keyz(&w, "rev");
+    json_w_strz(&w, rev);
+  }
+  json_w_obj_end(&w);
+  if (rev && etag) hres_etag(r, rev);
+  if (loc) {
+    const char *seg[2] = {r->app->db_name, id};
+    size_t len[2] = {strlen(r->app->db_name), n};
+    hres_location(r, seg, len, 2);
+  }
+}
+
+static void random_bytes(uint8_t *b, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = getrandom(b + got, n - got, 0);
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  for (; got < n; got++) b[got] = (uint8_t)(rand() ^ (int)time(NULL)); /* getrandom failed */
+}
+
+static uint32_t random_below(uint32_t n) {
+  uint8_t b[4];
+  random_bytes(b, 4);
+  return (uint32_t)(((uint64_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]) * n) >> 32);
+}
+
+/* CouchDB's default [uuids] algorithm, "sequential" (couch_uuids.erl): 26
+ * hex digits of random prefix, then a 6-digit counter that grows by a
+ * random 1..0xffe per id; a new prefix when it would pass 0xfff000. Ids
+ * minted one after another sort together, so new documents land next to
+ * each other in the key space (RocksDB's memtable, its compactions and
+ * the block cache all like that), and still cannot be guessed. */
+static pthread_mutex_t uuid_mu = PTHREAD_MUTEX_INITIALIZER;
+static char uuid_prefix[27];
+static uint32_t uuid_seq;
+
+void http_uuid(char out[33]) {
+  static const char hex[] = "0123456789abcdef";
+  pthread_mutex_lock(&uuid_mu);
+  uint32_t inc = 1 + random_below(0xffe);
+  if (!uuid_prefix[0] || uuid_seq + inc >= 0xfff000) {
+    uint8_t b[13];
+    random_bytes(b, sizeof b);
+    for (int i = 0; i < 13; i++) {
+      uuid_prefix[2 * i] = hex[b[i] >> 4];
+      uuid_prefix[2 * i + 1] = hex[b[i] & 15];
+    }
+    uuid_prefix[26] = 0;
+    uuid_seq = 1 + random_below(0xffe);
+  } else {
+    uuid_seq += inc;
+  }
+  memcpy(out, uuid_prefix, 26);
+  for (int i = 0; i < 6; i++) out[26 + i] = hex[(uuid_seq >> (20 - 4 * i)) & 15];
+  pthread_mutex_unlock(&uuid_mu);
+  out[32] = 0;
+}

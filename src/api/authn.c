@@ -1,0 +1,135 @@
+/* authn.c — the HTTP side of auth/: the engine's identify and authorize
+ * callbacks, the database membership and admin checks handlers ask for,
+ * and the one "may this request write this document" every write path
+ * calls (document PUT/POST/DELETE/COPY, attachments, _bulk_docs).
+ *
+ * Data flow: the engine ─▶ api_identify (auth_identify over the request's
+ * headers; a renewed session cookie goes out with the answer) ─▶
+ * api_authorize(route): the route's flags (api.h) — a server admin, the
+ * database opened and its _security checked (as a db admin when asked),
+ * the users database's document rules — before the handler runs.
+ */
+#include <string.h>
+
+#include "api/api.h"
+#include "repl/repl.h"
+
+static const char *hdr_of(void *arg, const char *name) { return hreq_hdr(arg, name); }
+
+static auth_env env_of(hreq *r) {
+  api_srv *s = api_srv_of(r);
+  return (auth_env){.st = s->st, .cfg = s->config, .a = &r->a, .repl_token = s->repl_token};
+}
+
+static auth_user user_of(hreq *r) {
+  return (auth_user){.name = r->app->user, .roles = r->app->roles, .nroles = r->app->nroles,
+                     .is_admin = r->app->is_admin, .via = r->app->auth_via};
+}
+
+int api_identify(hreq *r) {
+  auth_env e = env_of(r);
+  auth_user u;
+  const char *cookie, *why;
+  int rc = auth_identify(&e, hdr_of, r, &u, &cookie, &why);
+  if (rc) {
+    hres_errw(r, rc, why);
+    return -1;
+  }
+  r->app->user = u.name;
+  r->app->roles = u.roles;
+  r->app->nroles = u.nroles;
+  r->app->is_admin = u.is_admin;
+  r->app->auth_via = u.via;
+  if (cookie) hres_header(r, "Set-Cookie", cookie);
+  return 0;
+}
+
+int api_need_server_admin(hreq *r) {
+  if (r->app->is_admin) return 0;
+  hres_errw(r, DV_EUNAUTHORIZED, "You are not a server admin.");
+  return -1;
+}
+
+int api_is_users_db(hreq *r) { return r->app->users_db && r->app->db_name; }
+
+static int is_system_db(const char *name) {
+  return !strcmp(name, "_users") || !strcmp(name, "_replicator");
+}
+
+int api_authorize(hreq *r, const http_route *rt) {
+  unsigned f = rt->flags;
+  if (r->app->db_name) {
+    char b[256];
+    r->app->users_db = !strcmp(r->app->db_name, auth_users_db_name(api_config(r), b, sizeof b));
+  }
+  int admin_only = (f & API_SERVER_ADMIN) ||
+                   ((f & API_ALL_DBS) && config_get_bool(api_config(r), "chttpd", "admin_only_all_dbs", 1)) ||
+                   /* _all_docs and _changes of _users and _replicator */
+                   ((f & API_SYSDB_ADMIN) && r->app->db_name && is_system_db(r->app->db_name));
+  if (admin_only && api_need_server_admin(r)) return -1;
+  /* _users documents follow users.c's rules (anyone may sign up, a user
+   * sees and changes only their own document) for those _security lets in
+   * (nobody but admins by default, as CouchDB 3.4); every other _users
+   * path needs a member. */
+  if ((f & API_DOC) && r->app->users_db && r->app->docid && r->app->docid[0] != '_' &&
+      (r->method == HM_GET || r->method == HM_HEAD || r->method == HM_PUT || r->method == HM_DELETE))
+    r->app->users_doc = 1;
+  if (f & API_NEEDS_DB) return hreq_open_db(r);
+  return 0;
+}
+
+int api_security(hreq *r, json_val **out) {
+  auth_env e = env_of(r);
+  int rc = auth_security(&e, r->app->db, out);
+  if (!rc) r->app->sec = *out; /* the write hooks get it (api_wctx) */
+  return rc;
+}
+
+int api_db_member(hreq *r, int need_admin) {
+  if (r->app->is_admin) {
+    r->app->db_admin = 1;
+    return 0;
+  }
+  json_val *sec;
+  int rc = api_security(r, &sec);
+  if (rc) {
+    hres_err(r, rc);
+    return -1;
+  }
+  auth_user u = user_of(r);
+  const char *why;
+  rc = auth_db_access(&u, sec, need_admin, &r->app->db_admin, &why);
+  if (rc) {
+    hres_errw(r, rc, why);
+    return -1;
+  }
+  return 0;
+}
+
+int api_db_admin(hreq *r) {
+  auth_user u = user_of(r);
+  const char *why;
+  int rc = auth_db_admin(&u, r->app->db_admin, &why);
+  if (rc) hres_errw(r, rc, why);
+  return rc ? -1 : 0;
+}
+
+int api_may_write(hreq *r, const char *id, size_t n, int att, json_val **doc, const char **why) {
+  auth_user u = user_of(r);
+  *why = NULL;
+  int rc = auth_may_write(&u, r->app->db_admin, r->app->users_doc, id, n, att, why);
+  if (rc) return rc;
+  int local = n > 7 && !memcmp(id, "_local/", 7);
+  if (!doc || !*doc || local) return 0;
+  if (r->app->db_name && repl_is_replicator_db(r->app->db_name, strlen(r->app->db_name)) &&
+      repl_doc_validate(&r->a, *doc, r->app->user, r->app->is_admin, why))
+    return DV_EFORBIDDEN;
+  if (!api_is_users_db(r)) return 0;
+  auth_env e = env_of(r);
+  return auth_users_prepare(&e, &u, r->app->db_admin, id, n, *doc, doc);
+}
+
+void api_wctx(hreq *r, store_wctx *w, store_user *u) {
+  auth_user au = user_of(r);
+  auth_wctx(&au, r->app->db_admin, r->app->sec, &r->a, w, u);
+}
