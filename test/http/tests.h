@@ -64,6 +64,7 @@
   X(http_conformance, 120)     \
   X(http_hostile, 120)         \
   X(http_slowloris, 120)       \
+  X(http_idlefeeds, 180)       \
   X(http_diskfull, 240)        \
   X(users_name_of, 5)          \
   X(users_signup_anonymous, 5) \
