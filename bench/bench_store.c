@@ -2,6 +2,7 @@
  * to the kv transactions it boils down to.
  *
  *   build/<cc>/bench/bench_store [seconds_per_run]      (make bench runs it)
+ *   build/<cc>/bench/bench_store [seconds_per_run] writers   only the last part
  *
  * On a fresh store in a temporary directory (synced WAL, default options),
  * through store.h, with 1 thread and with 8 threads (each on its own
@@ -26,6 +27,12 @@
  * reverse range read, the sets, four atomic ADDs, a versionstamped changes
  * key and update_seq value), which tells the store's own cost from what
  * such read-write transactions cost the kv engine.
+ * Then blocking vs asynchronous writes (store_update vs store_update_async,
+ * issue 17): N writer "clients", each extending the winner of its own
+ * document again and again — with the blocking API on N threads, and with
+ * the asynchronous one from 2 threads holding all N updates in flight (a
+ * client's done hands it back to its issuing thread, which starts its next
+ * update), for N = 8 and 64. Updates per second for both and their ratio.
  * It is a measurement, not a test: it exits 0 unless something fails.
  */
 #define _GNU_SOURCE
@@ -340,6 +347,175 @@ static result run(worker *w, int nthreads, int kind) {
   return r;
 }
 
+/* ---- blocking vs asynchronous writers ------------------------------------------------ */
+
+#define MAXC 64       /* writer clients at most */
+#define ISSUERS 2     /* threads issuing the asynchronous updates */
+
+typedef struct client {
+  struct wrun *run;      /* the run it belongs to */
+  int id;                /* its document: bench-c-<id> */
+  char docid[32];
+  doc_state d;           /* its document's winner */
+  store_edit e;          /* the update in flight */
+  dv_arena a;            /* its body */
+  long ops;              /* updates completed */
+  struct client *next;   /* its issuer's ready list */
+} client;
+
+typedef struct issuer {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  client *ready;         /* clients whose update completed: start the next */
+  int in_flight;         /* updates started and not done */
+} issuer;
+
+typedef struct wrun {
+  store_db *db;
+  int n;                 /* clients */
+  client c[MAXC];
+  issuer is[ISSUERS];
+  atomic_int stop;
+} wrun;
+
+static void client_edit(client *c, long n) {
+  arena_reset(&c->a);
+  memset(&c->e, 0, sizeof c->e);
+  c->e.id = c->docid;
+  c->e.id_len = strlen(c->docid);
+  c->e.body = make_body(&c->a, n, c->id);
+  c->e.parent = (store_rev){c->d.pos, c->d.h, 16, 0};
+}
+
+static void client_done(client *c) {
+  if (c->e.rc) die("store_update (client)", c->e.rc);
+  c->d.pos = c->e.rev.pos;
+  memcpy(c->d.h, c->e.rev.h, 16);
+  c->ops++;
+}
+
+static void *blocking_main(void *arg) {
+  client *c = arg;
+  for (long i = 0; !atomic_load(&c->run->stop); i++) {
+    client_edit(c, i);
+    int rc = store_update(c->run->db, NULL, &c->e, 1, 1);
+    if (rc) die("store_update (client)", rc);
+    client_done(c);
+  }
+  return NULL;
+}
+
+/* done: on the kv thread or a store worker — only hand the client back. */
+static void on_client_done(void *arg, int rc) {
+  client *c = arg;
+  if (rc) die("store_update_async", rc);
+  issuer *is = &c->run->is[c->id % ISSUERS];
+  pthread_mutex_lock(&is->mu);
+  c->next = is->ready;
+  is->ready = c;
+  pthread_cond_signal(&is->cv);
+  pthread_mutex_unlock(&is->mu);
+}
+
+static void *issuer_main(void *arg) {
+  client *first = arg; /* this issuer's clients: first, first + ISSUERS, … */
+  wrun *w = first->run;
+  issuer *is = &w->is[first->id];
+  pthread_mutex_lock(&is->mu);
+  for (int k = first->id; k < w->n; k += ISSUERS) { /* all in flight at once */
+    client *c = &w->c[k];
+    c->next = is->ready;
+    is->ready = c;
+  }
+  is->in_flight = 0;
+  for (;;) {
+    while (!is->ready && is->in_flight) pthread_cond_wait(&is->cv, &is->mu);
+    if (!is->ready) break; /* stopped and drained */
+    client *c = is->ready;
+    is->ready = c->next;
+    if (c->e.id) { /* an update came back */
+      is->in_flight--;
+      client_done(c);
+    }
+    if (atomic_load(&w->stop)) {
+      c->e.id = NULL;
+      continue;
+    }
+    is->in_flight++;
+    pthread_mutex_unlock(&is->mu);
+    client_edit(c, c->ops);
+    store_update_async(w->db, NULL, &c->e, 1, 1, on_client_done, c);
+    pthread_mutex_lock(&is->mu);
+  }
+  pthread_mutex_unlock(&is->mu);
+  return NULL;
+}
+
+/* Updates per second of n clients, blocking (n threads) or async (2). */
+static double writers(store_db *db, int n, int async) {
+  static wrun w;
+  static int made;
+  w.db = db;
+  w.n = n;
+  atomic_store(&w.stop, 0);
+  for (int i = 0; i < n; i++) {
+    client *c = &w.c[i];
+    c->run = &w;
+    c->id = i;
+    c->ops = 0;
+    c->e.id = NULL;
+    if (i >= made) { /* its document, once */
+      arena_init(&c->a, 0);
+      snprintf(c->docid, sizeof c->docid, "bench-c-%d", i);
+      memset(&c->e, 0, sizeof c->e);
+      c->e.id = c->docid;
+      c->e.id_len = strlen(c->docid);
+      c->e.body = make_body(&c->a, 0, i);
+      int rc = store_update(db, NULL, &c->e, 1, 1);
+      if (rc || c->e.rc) die("store_update (client doc)", rc ? rc : c->e.rc);
+      c->d.pos = c->e.rev.pos;
+      memcpy(c->d.h, c->e.rev.h, 16);
+      c->e.id = NULL;
+      made = i + 1;
+    }
+  }
+  pthread_t th[MAXC];
+  int nth = async ? ISSUERS : n;
+  for (int i = 0; i < ISSUERS; i++) {
+    pthread_mutex_init(&w.is[i].mu, NULL);
+    pthread_cond_init(&w.is[i].cv, NULL);
+    w.is[i].ready = NULL;
+  }
+  double t0 = now_s();
+  for (int i = 0; i < nth; i++)
+    pthread_create(&th[i], NULL, async ? issuer_main : blocking_main, &w.c[i]);
+  struct timespec ts = {(time_t)run_secs, (long)((run_secs - (double)(time_t)run_secs) * 1e9)};
+  nanosleep(&ts, NULL);
+  atomic_store(&w.stop, 1);
+  for (int i = 0; i < nth; i++) pthread_join(th[i], NULL);
+  double el = now_s() - t0;
+  for (int i = 0; i < ISSUERS; i++) {
+    pthread_mutex_destroy(&w.is[i].mu);
+    pthread_cond_destroy(&w.is[i].cv);
+  }
+  long ops = 0;
+  for (int i = 0; i < n; i++) ops += w.c[i].ops;
+  return (double)ops / el;
+}
+
+static void writers_report(store_db *db) {
+  printf("blocking vs asynchronous writers: each client extends the winner of its own document\n");
+  static const int ns[] = {8, MAXC};
+  for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+    int n = ns[k];
+    double b = writers(db, n, 0);
+    double a = writers(db, n, 1);
+    printf("  %2d clients: store_update on %2d threads %8.0f docs/s; store_update_async from %d threads, %2d in flight "
+           "%8.0f docs/s; async/blocking %.2fx\n",
+           n, n, b, ISSUERS, n, a, a / b);
+  }
+}
+
 /* Keys in the whole kv keyspace (below 0xff). */
 static long count_keys(kv_db *kv) {
   kv_txn *t;
@@ -393,6 +569,15 @@ int main(int argc, char **argv) {
   if (rc) die("store_db_open", rc);
   printf("bench_store: %.1f s per run; store under %s (synced WAL, default options)\n", run_secs, base);
   printf("document: 10 JSON leaves, %zu bytes of JSON\n", strlen(body_fmt) - 4);
+
+  if (argc > 2 && !strcmp(argv[2], "writers")) {
+    writers_report(db);
+    store_db_close(db);
+    store_close(s);
+    kv_close(kv);
+    nftw(base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+  }
 
   static worker w1[1], w8[MAXT], p1[1], p8[MAXT];
   for (int i = 0; i < MAXT; i++) w8[i].db = p8[i].db = db, w8[i].kv = p8[i].kv = kv;
@@ -463,6 +648,7 @@ int main(int argc, char **argv) {
          pr1.ops_s, pr1.p50_us, pr1.p99_us, r1.ops_s / pr1.ops_s);
   printf("  %-30s %9.0f ops/s  p50 %7.0f us  p99 %7.0f us   store/peer: %.2fx throughput\n", "  8 threads",
          pr8.ops_s, pr8.p50_us, pr8.p99_us, r8.ops_s / pr8.ops_s);
+  writers_report(db);
   printf("\n(total %.0f s)\n", now_s() - t_start);
 
   for (int i = 0; i < MAXT; i++) {

@@ -440,22 +440,37 @@ int kv_retry_delay_ms(kv_txn *t, int rc) {
   return d / 2 + (int)(rand_r(&seed) % (unsigned)(d / 2 + 1));
 }
 
+/* not_committed retries at once the first time, as FDB does for
+ * conflicts: the conflict is resolved by the new read version. */
+static int retry_now(const kv_txn *t, int rc) { return t->retries == 0 && rc == DV_ENOT_COMMITTED; }
+
+/* Reset for the next attempt, counting it against the retry limit. */
+static void retry_reset(kv_txn *t) {
+  int retries = t->retries + 1;
+  kv_txn_reset(t);
+  t->retries = retries;
+}
+
 int kv_on_error(kv_txn *t, int rc) {
   int ms = kv_retry_delay_ms(t, rc);
   if (ms < 0) return rc;
   if (t->m->on_error) { /* the backend's own (FDB's on_error future) */
     int erc = t->m->on_error(t, rc);
     if (erc) return fail(t, erc);
-  } else if (t->retries > 0 || rc != DV_ENOT_COMMITTED) {
-    /* not_committed retries at once the first time, as FDB does for
-     * conflicts: the conflict is resolved by the new read version. */
+  } else if (!retry_now(t, rc)) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
   }
-  int retries = t->retries + 1;
-  kv_txn_reset(t);
-  t->retries = retries;
+  retry_reset(t);
   return 0;
+}
+
+int kv_on_error_nowait(kv_txn *t, int rc) {
+  int ms = kv_retry_delay_ms(t, rc);
+  if (ms < 0) return rc;
+  if (retry_now(t, rc)) ms = 0;
+  retry_reset(t);
+  return ms;
 }
 
 int kv_run(kv_db *db, kv_txn_fn fn, void *arg) {

@@ -291,9 +291,19 @@ int kv_get_versionstamp(kv_txn *txn, uint8_t out_stamp[KV_STAMP_LEN]) DV_MUST_CH
 int kv_on_error(kv_txn *txn, int rc) DV_MUST_CHECK;
 
 /* Delay (milliseconds) kv_on_error would sleep for this transaction's next
- * retry, for callers that cannot sleep (they reset and requeue
- * themselves); -1 when rc is not retryable or the limit is reached. */
+ * retry; -1 when rc is not retryable or the limit is reached. A peek: it
+ * neither resets nor counts the retry (kv_on_error_nowait does both). */
 int kv_retry_delay_ms(kv_txn *txn, int rc);
+
+/* kv_on_error for callers that cannot sleep (a commit callback, a worker
+ * with a timed queue): if rc is retryable within the retry limit, reset
+ * the transaction, count the retry and return the delay in milliseconds
+ * (>= 0; 0 for a first not_committed, as kv_on_error) the caller lets pass
+ * before it runs the transaction again; otherwise return rc (negative),
+ * the transaction untouched. Never blocks, so it may run in a commit
+ * callback. The backoff is kv.c's on every backend (FDB's own on_error
+ * future, which waits, is not used). */
+int kv_on_error_nowait(kv_txn *txn, int rc) DV_MUST_CHECK;
 
 /* Retry loop: run fn(txn, arg) then commit, again and again on retryable
  * errors (kv_on_error), until success or a fatal error. fn must be safe to

@@ -7,7 +7,11 @@
  *      the 10 KB path limit and the KV budget — and digest it (rev hash).
  *      A second edit of an id already in the call gets DV_ECONFLICT.
  *   2. Group the edits into transactions of at most ST_TXN_BUDGET bytes.
- *      Each group runs in st_run with a TxId (commit_unknown_result safe).
+ *      Each group runs in st_run with a TxId (commit_unknown_result safe)
+ *      — or, for store_update_async, in st_run_async: the group's commit
+ *      completes on the kv thread, and the next group starts on a store
+ *      worker (work.c). Both calls are one path (`update` below), apart
+ *      from which st_run they call and who waits.
  *   3. In the transaction, per edit (reads of the revisions subspace):
  *        create, no parent      reverse range (P,"r",Id) limit 1
  *        extend the winner      1 point read (the parent's KV)
@@ -27,6 +31,7 @@
  * extends the deleted winner; a new_edits=false path that adds no
  * revision writes nothing.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "store/body.h"
@@ -895,64 +900,169 @@ static int mark_duplicates(ed *eds, size_t n) {
   return 0;
 }
 
-int store_update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits) {
-  store *s = db->s;
-  ed *eds = dv_calloc(n ? n : 1, sizeof *eds);
-  if (!eds) return DV_ENOMEM;
-  int rc = 0;
-  for (size_t i = 0; i < n; i++) {
-    eds[i].e = &edits[i];
-    buf_init(&eds[i].kvs);
-    edits[i].rc = 0;
-    edits[i].why = NULL;
-    memset(&edits[i].rev, 0, sizeof edits[i].rev);
-    if (!new_edits && edits[i].path_len == 0) edits[i].rc = DV_EBAD_REV;
-    if (!edits[i].rc) edits[i].rc = prepare(s, &eds[i]);
-    if (!edits[i].rc) edits[i].rc = prepare_atts(db, &eds[i]);
-    if (edits[i].rc) {
-      eds[i].refused = 1;
-      if (edits[i].rc == DV_ENOMEM) { rc = DV_ENOMEM; goto out; }
+/* One store_update call, blocking or not: the prepared edits and the
+ * group of them in flight. */
+typedef struct upd {
+  store_db *db;
+  store_edit *edits;     /* the caller's */
+  size_t n;
+  ed *eds;               /* one per edit */
+  struct up_arg u;       /* the group in flight and its attempt arena */
+  st_op op;              /* its run */
+  size_t next;           /* the first edit of the next group */
+  int sync;              /* 1: store_update (st_run); 0: st_run_async */
+  int spilled;           /* some edit made uploads (the finish may run a transaction) */
+  int rc;                /* the result, for a finish deferred to a worker */
+  store_done_fn done;    /* store_update_async's completion */
+  void *arg;
+  st_task task;          /* the next group or the finish, on a worker */
+} upd;
+
+/* Check and explode every edit, outside any transaction; a request-wide
+ * error (DV_ENOMEM) or 0 when every edit is settled or ready. */
+static int upd_prepare(upd *p, int new_edits) {
+  store *s = p->db->s;
+  for (size_t i = 0; i < p->n; i++) {
+    store_edit *e = &p->edits[i];
+    ed *d = &p->eds[i];
+    d->e = e;
+    buf_init(&d->kvs);
+    e->rc = 0;
+    e->why = NULL;
+    memset(&e->rev, 0, sizeof e->rev);
+    if (!new_edits && e->path_len == 0) e->rc = DV_EBAD_REV;
+    if (!e->rc) e->rc = prepare(s, d);
+    if (!e->rc) e->rc = prepare_atts(p->db, d);
+    p->spilled |= d->n_spill > 0;
+    if (e->rc) {
+      d->refused = 1;
+      if (e->rc == DV_ENOMEM) return DV_ENOMEM;
     }
   }
-  rc = mark_duplicates(eds, n);
-  struct up_arg u = {.db = db, .w = w, .eds = eds, .new_edits = new_edits};
-  arena_init(&u.arena, 0);
-  size_t i = 0;
-  while (!rc && i < n) {
-    size_t j = i, bytes = 0;
+  return mark_duplicates(p->eds, p->n);
+}
+
+/* A group's run ended with rc: committed, the uploads it used are linked. */
+static int upd_group_end(upd *p, int rc) {
+  for (size_t k = p->u.from; !rc && k < p->u.to; k++)
+    for (size_t t = 0; p->eds[k].wrote && !p->eds[k].refused && t < p->eds[k].n_in; t++)
+      if (p->eds[k].in[t].up) st_upload_set_linked(p->eds[k].in[t].up);
+  p->next = p->u.to;
+  return rc;
+}
+
+static void upd_group_done(st_op *op, int rc, int on_worker);
+
+/* Run the groups left on this thread until all are done (the update's rc)
+ * or one waits for its commit (ST_PENDING). */
+static int upd_groups(upd *p) {
+  int rc = 0;
+  size_t n = p->n;
+  while (!rc && p->next < n) {
+    size_t i = p->next, j = i, bytes = 0;
     while (j < n) {
-      size_t c = eds[j].kvs.len + eds[j].att_bytes + 4096;
+      size_t c = p->eds[j].kvs.len + p->eds[j].att_bytes + 4096;
       if (j > i && bytes + c > ST_TXN_BUDGET) break;
       bytes += c;
       j++;
       if (j - i >= 4096) break; /* user versions and the 5 s window */
     }
-    st_op op = {.dbfn = up_fn, .db = db, .keep = up_keep, .restore = up_restore, .use_txid = 1};
-    u.op = &op;
-    u.from = i;
-    u.to = j;
-    op.arg = &u;
-    rc = st_run(s, &op);
-    for (size_t k = i; !rc && k < j; k++) /* committed: the uploads it used are linked */
-      for (size_t t = 0; eds[k].wrote && !eds[k].refused && t < eds[k].n_in; t++)
-        if (eds[k].in[t].up) st_upload_set_linked(eds[k].in[t].up);
-    i = j;
+    p->op = (st_op){.dbfn = up_fn, .db = p->db, .keep = up_keep, .restore = up_restore, .use_txid = 1,
+                    .arg = &p->u, .done = upd_group_done};
+    p->u.op = &p->op;
+    p->u.from = i;
+    p->u.to = j;
+    rc = p->sync ? st_run(p->db->s, &p->op) : st_run_async(p->db->s, &p->op);
+    if (rc == ST_PENDING) return rc; /* p is the run's now */
+    rc = upd_group_end(p, rc);
   }
-  arena_free(&u.arena);
-  for (size_t k = 0; k < n; k++) { /* the hashes must outlive eds */
-    store_edit *e = &edits[k];
-    if (!e->rc && e->rev.h && (e->rev.h == eds[k].newh || e->rev.h == eds[k].kept_h)) {
+  return rc;
+}
+
+/* The end of the update: results made to outlive eds, everything freed.
+ * Returns rc (store_update) or hands it to done (store_update_async). */
+static int upd_finish(upd *p, int rc) {
+  for (size_t k = 0; p->eds && k < p->n; k++) { /* the hashes must outlive eds */
+    store_edit *e = &p->edits[k];
+    if (!e->rc && e->rev.h && (e->rev.h == p->eds[k].newh || e->rev.h == p->eds[k].kept_h)) {
       memcpy(e->rev_buf, e->rev.h, 16);
       e->rev.h = e->rev_buf;
     }
   }
-out:
-  for (size_t k = 0; k < n; k++) {
-    buf_free(&eds[k].kvs);
-    for (size_t t = 0; t < eds[k].n_spill; t++) store_att_upload_free(eds[k].spill[t]);
-    dv_free(eds[k].spill);
-    dv_free(eds[k].in);
+  arena_free(&p->u.arena);
+  for (size_t k = 0; p->eds && k < p->n; k++) {
+    ed *d = &p->eds[k];
+    buf_free(&d->kvs);
+    for (size_t t = 0; t < d->n_spill; t++) store_att_upload_free(d->spill[t]); /* unlinked: a transaction */
+    dv_free(d->spill);
+    dv_free(d->in);
   }
-  dv_free(eds);
-  return rc;
+  dv_free(p->eds);
+  if (p->sync) return rc;
+  store_done_fn done = p->done;
+  void *arg = p->arg;
+  dv_free(p);
+  done(arg, rc);
+  return 0;
+}
+
+static void upd_resume(st_task *t) {
+  upd *p = (upd *)((char *)t - offsetof(upd, task));
+  int rc = upd_groups(p);
+  if (rc != ST_PENDING) upd_finish(p, rc);
+}
+
+static void upd_finish_task(st_task *t) {
+  upd *p = (upd *)((char *)t - offsetof(upd, task));
+  upd_finish(p, p->rc);
+}
+
+/* A group's pending run ended (kv thread or worker): the next group, or
+ * the finish, goes to a worker unless it cannot block. */
+static void upd_group_done(st_op *op, int rc, int on_worker) {
+  upd *p = (upd *)((char *)op - offsetof(upd, op));
+  rc = upd_group_end(p, rc);
+  if (!rc && p->next < p->n) {
+    p->task.fn = upd_resume;
+    st_defer(p->db->s, &p->task, 0);
+  } else if (p->spilled && !on_worker) {
+    p->rc = rc;
+    p->task.fn = upd_finish_task;
+    st_defer(p->db->s, &p->task, 0);
+  } else {
+    upd_finish(p, rc);
+  }
+}
+
+/* The one write path of store_update and store_update_async. */
+static int update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits, upd *p) {
+  p->db = db;
+  p->edits = edits;
+  p->n = n;
+  p->u = (struct up_arg){.db = db, .w = w, .new_edits = new_edits};
+  arena_init(&p->u.arena, 0);
+  p->eds = dv_calloc(n ? n : 1, sizeof *p->eds);
+  if (!p->eds) return upd_finish(p, DV_ENOMEM);
+  p->u.eds = p->eds;
+  int rc = upd_prepare(p, new_edits);
+  if (!rc && !p->sync) rc = st_work_start(db->s);
+  if (!rc) rc = upd_groups(p);
+  return rc == ST_PENDING ? 0 : upd_finish(p, rc);
+}
+
+int store_update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits) {
+  upd p = {.sync = 1};
+  return update(db, w, edits, n, new_edits, &p);
+}
+
+void store_update_async(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits,
+                        store_done_fn done, void *arg) {
+  upd *p = dv_calloc(1, sizeof *p);
+  if (!p) {
+    done(arg, DV_ENOMEM);
+    return;
+  }
+  p->done = done;
+  p->arg = arg;
+  (void)update(db, w, edits, n, new_edits, p);
 }

@@ -17,10 +17,13 @@
  * so every process sees a new table in its next transaction. hooks.c has the
  * data flow.
  *
- * Threads: validators and index_update run on the thread that called
- * store_update, inside its transaction; they must not call the store (that
- * would run a transaction inside the transaction). The provider's load runs
- * on a thread that is about to write, outside any store lock.
+ * Threads: validators and index_update run inside the edit's transaction,
+ * on the thread that called store_update — or, for store_update_async, on
+ * that thread for the first attempt and on a store worker for a retried
+ * attempt or a later transaction of the call; never on a kv callback
+ * thread. They must not call the store (that would run a transaction
+ * inside the transaction). The provider's load runs on a thread that is
+ * about to write, outside any store lock.
  */
 #ifndef DV_STORE_HOOKS_H
 #define DV_STORE_HOOKS_H

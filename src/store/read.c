@@ -18,6 +18,7 @@
  *   local docs      (P,"l",Id) = (0, RevN, NChunks), chunks (P,"l",Id,i).
  * Not here: writing (edit.c).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1298,25 +1299,78 @@ static int local_put_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   return rc;
 }
 
-int store_local_put(store_db *db, const char *id, size_t id_len, const json_val *body, int64_t rev, int deleted,
-                    int flags, int64_t *out_rev) {
+/* One local put, blocking or not: its argument, its run, and (async) the
+ * id copied so the caller's may go at once. */
+struct local_put {
+  struct local_arg l;
+  st_op op;
+  int64_t *out_rev;
+  store_done_fn done;
+  void *arg;
+  char id[];           /* async: a copy of the id */
+};
+
+static int local_put_end(struct local_put *p, int rc) {
+  if (!rc && p->out_rev) *p->out_rev = p->l.new_rev;
+  buf_free(&p->l.text);
+  return rc;
+}
+
+static void local_put_done(st_op *op, int rc, int on_worker) {
+  struct local_put *p = (struct local_put *)((char *)op - offsetof(struct local_put, op));
+  rc = local_put_end(p, rc);
+  store_done_fn done = p->done;
+  void *arg = p->arg;
+  dv_free(p);
+  done(arg, rc);
+}
+
+/* The one path of store_local_put and store_local_put_async (p->done set):
+ * returns the result, or ST_PENDING when local_put_done will. */
+static int local_put(store_db *db, const json_val *body, int64_t rev, int deleted, int flags,
+                     struct local_put *p) {
+  const char *id = p->l.id;
+  size_t id_len = p->l.id_len;
+  buf_init(&p->l.text);
   if (id_len <= 7 || memcmp(id, "_local/", 7) || store_docid_check(id, id_len, 1)) return DV_EBAD_DOCID;
   if (rev < 0 || rev == INT64_MAX) return DV_EBAD_REV;
   static const json_val empty_obj = {.type = JSON_OBJECT};
   if (!body) body = &empty_obj;
   if (body->type != JSON_OBJECT) return DV_ENOT_OBJECT;
-  st_op op = {.dbfn = local_put_fn, .db = db, .use_txid = 1};
-  struct local_arg l = {.db = db, .op = &op, .id = id, .id_len = id_len, .rev = rev, .deleted = deleted,
-                        .strict = flags & STORE_LOCAL_STRICT};
-  op.arg = &l;
-  op.result = &l.new_rev;
-  buf_init(&l.text);
-  int rc = json_write(&l.text, body);
-  if (!rc && l.text.len > db->s->max_doc) rc = DV_EDOC_TOO_LARGE;
-  if (!rc) rc = st_run(db->s, &op);
-  if (!rc && out_rev) *out_rev = l.new_rev;
-  buf_free(&l.text);
-  return rc;
+  p->op = (st_op){.dbfn = local_put_fn, .db = db, .use_txid = 1, .arg = &p->l, .result = &p->l.new_rev,
+                  .done = local_put_done};
+  p->l.db = db;
+  p->l.op = &p->op;
+  p->l.rev = rev;
+  p->l.deleted = deleted;
+  p->l.strict = flags & STORE_LOCAL_STRICT;
+  int rc = json_write(&p->l.text, body);
+  if (!rc && p->l.text.len > db->s->max_doc) rc = DV_EDOC_TOO_LARGE;
+  if (rc) return rc;
+  return p->done ? st_run_async(db->s, &p->op) : st_run(db->s, &p->op);
+}
+
+int store_local_put(store_db *db, const char *id, size_t id_len, const json_val *body, int64_t rev, int deleted,
+                    int flags, int64_t *out_rev) {
+  struct local_put p = {.l = {.id = id, .id_len = id_len}, .out_rev = out_rev};
+  return local_put_end(&p, local_put(db, body, rev, deleted, flags, &p));
+}
+
+void store_local_put_async(store_db *db, const char *id, size_t id_len, const json_val *body, int64_t rev,
+                           int deleted, int flags, int64_t *out_rev, store_done_fn done, void *arg) {
+  struct local_put *p = dv_calloc(1, sizeof *p + id_len + 1);
+  if (!p) {
+    done(arg, DV_ENOMEM);
+    return;
+  }
+  memcpy(p->id, id, id_len);
+  p->l.id = p->id;
+  p->l.id_len = id_len;
+  p->out_rev = out_rev;
+  p->done = done;
+  p->arg = arg;
+  int rc = local_put(db, body, rev, deleted, flags, p);
+  if (rc != ST_PENDING) local_put_done(&p->op, rc, 1); /* over already: done on this thread */
 }
 
 struct llist_arg {

@@ -11,9 +11,18 @@
  * (bg.c) drops buckets older than an hour with one clear_range, which is
  * safe to run in every process at once.
  *
+ * The loop (op_drive) runs attempts — TxId check, body, commit — and on a
+ * failure asks kv whether and when to retry. st_run waits on its thread
+ * (kv_commit, kv_on_error's sleep); st_run_async starts the commit with
+ * kv_commit_async and returns: the completion (on the kv thread) finishes
+ * the run, or — never sleeping there — hands the next attempt to the
+ * store's workers after kv_on_error_nowait's backoff (work.c). The two
+ * share every step but those two calls.
+ *
  * Not here: database handles (db.c), edits (edit.c), reads (read.c),
  * _db_updates (dbupd.c), the background thread (bg.c).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -315,58 +324,161 @@ int st_txid_write(store *s, kv_txn *txn, const st_op *op) {
   return rc;
 }
 
-int st_run(store *s, st_op *op) {
-  kv_txn *txn;
-  int rc = kv_txn_begin(s->kv, &txn);
+/* The run's transaction and TxId (minted once, outside the attempts). */
+static int op_begin(store *s, st_op *op) {
+  op->s = s;
+  op->txn = NULL;
+  op->committed_before = 0;
+  op->maybe = 0;
+  buf_init(&op->txkey);
+  int rc = kv_txn_begin(s->kv, &op->txn);
   if (rc) return rc;
-  dv_buf k;
-  buf_init(&k);
   if (op->use_txid) {
     st_random(op->txid, 16);
     op->bucket = st_now_ms() / 1000 / ST_TXID_BUCKET_S;
-    txid_key(s, &k, op->bucket, op->txid);
-    if (buf_error(&k)) { rc = DV_ENOMEM; goto out; }
+    txid_key(s, &op->txkey, op->bucket, op->txid);
+    if (buf_error(&op->txkey)) rc = DV_ENOMEM;
   }
-  op->committed_before = 0;
-  int maybe = 0;
+  return rc;
+}
+
+static void op_end(st_op *op) {
+  buf_free(&op->txkey);
+  kv_txn_destroy(op->txn);
+  op->txn = NULL;
+}
+
+/* One attempt up to its commit: 0 to commit, 1 when an earlier attempt
+ * committed (its results are restored: the run is over), or an error. */
+static int op_attempt(st_op *op) {
+  kv_txn *txn = op->txn;
+  int rc = 0;
+  if (op->use_txid && op->maybe) {
+    const uint8_t *v;
+    size_t vl;
+    int found;
+    rc = kv_get(txn, op->txkey.p, op->txkey.len, 0, &v, &vl, &found);
+    if (!rc && found) {
+      op->committed_before = 1;
+      if (op->result) *op->result = op->kept;
+      if (op->restore) op->restore(op->arg);
+      return 1;
+    }
+  }
+  if (!rc && op->db) {
+    st_dbx x;
+    rc = st_db_check(op->db, txn, &x);
+    if (!rc) rc = op->dbfn(txn, &x, op->arg);
+  } else if (!rc) {
+    rc = op->fn(txn, op->arg);
+  }
+  return rc;
+}
+
+/* After an attempt or its commit failed with rc: keep what a
+ * maybe-committed attempt reported, then let kv decide. Returns the delay
+ * (ms, >= 0) before the next attempt — always 0 for st_run, whose
+ * kv_on_error slept it — or the run's final error. */
+static int op_failed(st_op *op, int rc) {
+  if (dv_err_maybe_committed(rc)) {
+    op->maybe = 1;
+    if (op->result) op->kept = *op->result;
+    if (op->keep) op->keep(op->arg);
+  }
+  int d = op->sync ? kv_on_error(op->txn, rc) : kv_on_error_nowait(op->txn, rc);
+  /* a fatal error (timed out, retry limit) after an attempt that may have
+   * committed: the caller must not read it as "not applied" */
+  if (d < 0 && op->maybe) d = DV_ECOMMIT_UNKNOWN;
+  return d;
+}
+
+/* The commit handshake of st_run_async: whichever of the starting thread
+ * and the completion gets past STARTING first decides who goes on — the
+ * completion ran at once (INLINE: the starter carries on in its loop) or
+ * the starter left first (WAITING: the completion carries on). */
+enum { PH_STARTING = 1, PH_WAITING, PH_INLINE };
+
+static void op_finish(st_op *op, int rc, int on_worker) {
+  op_end(op);
+  op->done(op, rc, on_worker);
+}
+
+static int op_drive(st_op *op);
+
+static void op_resume(st_task *t) {
+  st_op *op = (st_op *)((char *)t - offsetof(st_op, task));
+  int rc = op_drive(op);
+  if (rc != ST_PENDING) op_finish(op, rc, 1);
+}
+
+/* The completion of an asynchronous commit, on the kv backend's thread
+ * unless it came at once: nothing here blocks; the next attempt goes to
+ * a worker. */
+static void op_commit_cb(kv_txn *txn, int rc, void *arg) {
+  st_op *op = arg;
+  op->crc = rc;
+  int ph = PH_STARTING;
+  if (__atomic_compare_exchange_n(&op->phase, &ph, PH_INLINE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+  if (!rc) {
+    op_finish(op, 0, 0);
+    return;
+  }
+  int d = op_failed(op, rc); /* kv_on_error_nowait: resets the transaction, never sleeps */
+  if (d < 0) {
+    op_finish(op, d, 0);
+    return;
+  }
+  op->task.fn = op_resume;
+  st_defer(op->s, &op->task, d);
+}
+
+/* Commit the attempt: 0 or an error, or ST_PENDING once the completion
+ * owns the run. */
+static int op_commit(st_op *op) {
+  if (op->sync) return kv_commit(op->txn);
+  __atomic_store_n(&op->phase, PH_STARTING, __ATOMIC_RELEASE);
+  kv_commit_async(op->txn, op_commit_cb, op);
+  int ph = PH_STARTING;
+  if (__atomic_compare_exchange_n(&op->phase, &ph, PH_WAITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return ST_PENDING; /* op is the completion's now: touch nothing */
+  return op->crc;
+}
+
+/* Attempts on this thread until the run is over (its rc) or waits for a
+ * commit or a backoff (ST_PENDING). The one loop of st_run and
+ * st_run_async: they differ only in op_commit and op_failed's kv call. */
+static int op_drive(st_op *op) {
   for (;;) {
-    if (op->use_txid && maybe) {
-      const uint8_t *v;
-      size_t vl;
-      int found;
-      rc = kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
-      if (!rc && found) {
-        op->committed_before = 1;
-        if (op->result) *op->result = op->kept;
-        if (op->restore) op->restore(op->arg);
-        break;
-      }
-    }
-    if (!rc && op->db) {
-      st_dbx x;
-      rc = st_db_check(op->db, txn, &x);
-      if (!rc) rc = op->dbfn(txn, &x, op->arg);
-    } else if (!rc) {
-      rc = op->fn(txn, op->arg);
-    }
-    if (!rc) rc = kv_commit(txn);
-    if (!rc) break;
-    if (dv_err_maybe_committed(rc)) {
-      maybe = 1;
-      if (op->result) op->kept = *op->result;
-      if (op->keep) op->keep(op->arg);
-    }
-    rc = kv_on_error(txn, rc);
-    if (rc) {
-      /* a fatal error (timed out, retry limit) after an attempt that may
-       * have committed: the caller must not read it as "not applied" */
-      if (maybe && rc != DV_ECOMMIT_UNKNOWN) rc = DV_ECOMMIT_UNKNOWN;
-      break;
+    int rc = op_attempt(op);
+    if (rc > 0) return 0;
+    if (!rc) rc = op_commit(op);
+    if (rc == ST_PENDING || !rc) return rc;
+    int d = op_failed(op, rc);
+    if (d < 0) return d;
+    if (d > 0) { /* st_run_async only: nobody sleeps, the queue waits */
+      op->task.fn = op_resume;
+      st_defer(op->s, &op->task, d);
+      return ST_PENDING;
     }
   }
-out:
-  buf_free(&k);
-  kv_txn_destroy(txn);
+}
+
+int st_run(store *s, st_op *op) {
+  op->sync = 1;
+  int rc = op_begin(s, op);
+  if (!rc) rc = op_drive(op);
+  op_end(op);
+  return rc;
+}
+
+int st_run_async(store *s, st_op *op) {
+  op->sync = 0;
+  int rc = st_work_start(s);
+  if (rc) return rc;
+  rc = op_begin(s, op);
+  if (!rc) rc = op_drive(op);
+  if (rc == ST_PENDING) return rc;
+  op_end(op);
   return rc;
 }
 
@@ -475,6 +587,7 @@ int store_open(kv_db *kv, const store_opts *opts, store **out) {
   s->root_len = b.len;
   buf_free(&b);
   pthread_mutex_init(&s->mu, NULL);
+  st_work_init(s);
   st_random(s->owner, 16);
   struct cfg_arg c = {s, o.db_updates_partitions > 0 ? o.db_updates_partitions : 4, 0};
   if (c.want > 1024) c.want = 1024;
@@ -493,6 +606,7 @@ int store_open(kv_db *kv, const store_opts *opts, store **out) {
   return 0;
 fail:
   dv_free(s->dbu_cursor);
+  st_work_stop(s);
   pthread_mutex_destroy(&s->mu);
   dv_free(s);
   return rc;
@@ -501,6 +615,7 @@ fail:
 void store_close(store *s) {
   if (!s) return;
   st_bg_stop(s);
+  st_work_stop(s);
   st_db_free_all(s);
   for (int p = 0; p < s->partitions; p++) buf_free(&s->dbu_cursor[p]);
   dv_free(s->dbu_cursor);

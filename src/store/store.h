@@ -9,7 +9,12 @@
  * Threads: a `store` and its `store_db` handles are shared by all threads.
  * Every call runs its own transactions (retried on retryable kv errors) and
  * blocks until they committed; nothing here holds a transaction between
- * calls.
+ * calls. The writes a server makes most — store_update, store_local_put —
+ * also come as *_async calls that hold no thread while a commit or a
+ * retry's backoff is waited for: they return at once and report through a
+ * store_done_fn. Their later attempts run on the store's own workers (a
+ * fixed few threads, started by the first async call, stopped by
+ * store_close: every async call's done must have run before it).
  *
  * Memory: results that are JSON (documents, security objects) are built in
  * the caller's arena; rows handed to callbacks live only for the callback.
@@ -316,6 +321,15 @@ const char *store_docid_problem(const char *id, size_t len, int local);
 /* The same as a code: 0 or DV_EBAD_DOCID. */
 int store_docid_check(const char *id, size_t len, int local);
 
+/* The completion of an asynchronous write: rc is what the blocking call
+ * would have returned. It runs exactly once, on one of: the caller's
+ * thread before the *_async call returns (an early error, or a commit
+ * that completed at once), the kv backend's thread (kv.h "Threads"), or a
+ * store worker. So it must be cheap and must not block — no store or kv
+ * call, no lock held for long: hand the result to a thread of your own
+ * (the HTTP layer resumes a suspended connection from here). */
+typedef void (*store_done_fn)(void *arg, int rc);
+
 /* Apply edits as w says who writes (NULL: the server itself, no
  * validator runs; hooks.h). new_edits = 1: interactive (CouchDB PUT/POST/_bulk_docs);
  * 0: replication (store the given paths, merge into the trees). Edits are
@@ -324,6 +338,21 @@ int store_docid_check(const char *id, size_t len, int local);
  * one call gets DV_ECONFLICT. Returns 0 when every edit got its own rc, or
  * a request-wide error (DV_ENO_DB, kv errors). */
 int store_update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits) DV_MUST_CHECK;
+
+/* store_update without waiting: the same edits give the same results in
+ * edits[] (rc, why, rev) and done(arg, rc) gets store_update's return
+ * value, once. The edits are checked and exploded and the first
+ * transaction's body runs (its reads, the validators, index_update) on
+ * this thread, then its commit is started and the call returns; a
+ * retried attempt (after its backoff, on a timed queue) and the next
+ * transaction of a large update run on a store worker. Content of
+ * attachments too large to write inline is uploaded on this thread
+ * first, as store_update does. db, w, edits and everything they point to
+ * (bodies, revs, attachments, w's arena: `why` lands there) must stay
+ * valid and untouched until done runs; the read counters of
+ * store_read_stats count only what ran on the calling thread. */
+void store_update_async(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits,
+                        store_done_fn done, void *arg);
 
 /* ---- reading documents -------------------------------------------------- */
 
@@ -381,6 +410,12 @@ int store_doc_leaves(store_db *db, const char *id, size_t id_len, dv_arena *a, s
 int store_local_get(store_db *db, const char *id, size_t id_len, dv_arena *a, json_val **out) DV_MUST_CHECK;
 int store_local_put(store_db *db, const char *id, size_t id_len, const json_val *body,
                     int64_t rev, int deleted, int flags, int64_t *out_rev) DV_MUST_CHECK;
+/* store_local_put without waiting (see store_update_async): done(arg, rc)
+ * gets what store_local_put would return. id and body are copied before
+ * this returns; db and out_rev (may be NULL; written before done runs)
+ * must stay valid until done. */
+void store_local_put_async(store_db *db, const char *id, size_t id_len, const json_val *body, int64_t rev,
+                           int deleted, int flags, int64_t *out_rev, store_done_fn done, void *arg);
 
 /* ---- the changes feed and _all_docs ------------------------------------- */
 

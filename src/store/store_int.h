@@ -66,6 +66,7 @@
 #define ST_TXID_KEEP_BUCKETS 60    /* keep an hour of TxIds */
 #define ST_TXN_BUDGET 6000000      /* mutation bytes per edit transaction */
 #define ST_DOC_KV_BUDGET 8000000   /* exploded bytes of one document */
+#define ST_WORKERS 2               /* the store's worker threads (work.c) */
 
 /* A database handle. The cached fields are revalidated in each
  * transaction (st_db_check) against the metadata-version key. */
@@ -111,6 +112,14 @@ struct store {
   dv_buf *dbu_cursor;     /* per partition: the last queue key this process consumed (dbupd.c) */
   store_hooks_provider hp; /* the write hooks' provider (hooks.c), under mu */
   uint64_t hp_gen;        /* +1 per store_set_hooks, under mu */
+  pthread_mutex_t work_mu; /* the workers' queue (work.c); guards the fields below */
+  pthread_cond_t work_cv;  /* a task was queued, or stop (CLOCK_MONOTONIC) */
+  struct st_task *work_ready; /* due tasks, FIFO */
+  struct st_task *work_tail;  /* the last of them */
+  struct st_task *work_timed; /* tasks waiting for their time, by due time */
+  pthread_t work_th[ST_WORKERS]; /* the workers (started by the first async call) */
+  int work_started;       /* how many run (read without the lock: atomic) */
+  int work_stop;          /* store_close: the workers exit */
 };
 
 /* ---- keys ---------------------------------------------------------------- */
@@ -211,6 +220,29 @@ int st_change_move(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, 
 /* (P,"m","update_seq") = (x->inc, this commit, uv): a versionstamped value. */
 int st_update_seq_put(kv_txn *txn, const st_dbx *x, uint16_t uv) DV_MUST_CHECK;
 
+/* ---- the store's workers (work.c) ------------------------------------------------ */
+
+/* A continuation for a worker, embedded in the operation that defers it. */
+typedef struct st_task {
+  void (*fn)(struct st_task *t); /* runs on a worker: may block; may free t */
+  struct st_task *next;          /* queue link (work.c) */
+  int64_t due_us;                /* monotonic time it may run (work.c) */
+} st_task;
+
+/* The worker queue's lock and condition variable (store_open), and the
+ * workers: st_work_start starts them unless they run (from a caller's
+ * thread, never a kv callback; DV_ENOMEM when a thread cannot start),
+ * st_work_stop stops and joins them (store_close; every operation must
+ * have finished: tasks still queued are dropped). */
+void st_work_init(store *s);
+int st_work_start(store *s) DV_MUST_CHECK;
+void st_work_stop(store *s);
+/* Run t->fn on a worker once delay_ms have passed (<= 0: as soon as one is
+ * free; tasks of equal due time run in the order deferred). Never blocks
+ * for long and never fails, so kv callbacks call it; the workers must
+ * have been started. t must stay valid until t->fn runs. */
+void st_defer(store *s, st_task *t, int delay_ms);
+
 /* ---- transactions ---------------------------------------------------------- */
 
 /* One logical operation (seed 004 "commit_unknown_result"): a TxId minted
@@ -234,10 +266,35 @@ typedef struct st_op {
   uint8_t txid[16];                   /* minted by st_run */
   int64_t bucket;                     /* its time bucket */
   int committed_before;               /* out: 1 if an earlier attempt's TxId was found */
+  /* st_run_async: the completion of a run that went pending, with its
+   * final rc (as st_run's); on_worker 1 on a store worker (it may block),
+   * 0 on the kv backend's thread (it must not: st_defer what blocks). The
+   * run is over and op is the caller's again when it is called. */
+  void (*done)(struct st_op *op, int rc, int on_worker);
+  /* private to store.c: the run in progress */
+  store *s;                           /* the store it runs on */
+  kv_txn *txn;                        /* its transaction */
+  dv_buf txkey;                       /* its TxId key */
+  int maybe;                          /* an attempt came back maybe-committed */
+  int sync;                           /* 1: st_run (kv_commit, kv_on_error) */
+  int phase;                          /* commit handshake (atomic; store.c) */
+  int crc;                            /* the commit's rc, handed over by its callback */
+  st_task task;                       /* the next attempt, deferred */
 } st_op;
 
-/* Run op: fn, or (op->db set) st_db_check then dbfn, in each attempt. */
+/* Run op: fn, or (op->db set) st_db_check then dbfn, in each attempt,
+ * each commit waited for on this thread, each retry's backoff slept. */
 int st_run(store *s, st_op *op) DV_MUST_CHECK;
+/* st_run_async: ST_PENDING, then op->done runs once with the result. */
+#define ST_PENDING 1
+/* The same operation without waiting: the first attempt runs on this
+ * thread and its commit is started with kv_commit_async. Returns the
+ * result (<= 0) when the run ended on this thread (op->done is not
+ * called), or ST_PENDING: op->done will be called once, on the kv thread
+ * or a worker, and until then op and everything fn reads belong to the
+ * run. Later attempts (after a retryable error and its backoff, on the
+ * timed queue) run on a worker, never on the kv thread. */
+int st_run_async(store *s, st_op *op) DV_MUST_CHECK;
 /* Write op's TxId key in txn (fn calls this in every attempt). */
 int st_txid_write(store *s, kv_txn *txn, const st_op *op) DV_MUST_CHECK;
 

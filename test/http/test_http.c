@@ -38,6 +38,7 @@ TEST(http_auth) { suite("test/node/http/auth.test.js"); }
 TEST(http_conformance) { suite("test/node/http/conformance.test.js"); }
 TEST(http_hostile) { suite("test/node/http/hostile.test.js"); }
 TEST(http_slowloris) { suite("test/node/http/slowloris.test.js"); }
+TEST(http_idlefeeds) { suite("test/node/http/idlefeeds.test.js"); }
 TEST(http_diskfull) { suite("test/node/http/diskfull.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "kv/kv_fault.h"
 #include "kv/kvt.h"
 #include "storet.h"
 
@@ -51,6 +52,22 @@ storet *storet_open(const store_opts *opts, int sync, const char *dbname) {
   int rc = storet_kv_open(t->dir, sync, &t->kv);
   ASSERTF(rc == 0, "kv open %s: %s (%d)", t->dir, dv_err_name(rc), rc);
   rc = store_open(t->kv, opts, &t->s);
+  ASSERTF(rc == 0, "store_open: %s (%d)", dv_err_name(rc), rc);
+  if (dbname) t->db = storet_create_db(t, dbname);
+  return t;
+}
+
+storet *storet_open_fault(const char *dbname) {
+  static int n;
+  storet *t = calloc(1, sizeof *t);
+  ASSERT(t != NULL);
+  if (asprintf(&t->dir, "%s/fault-%d", test_tmpdir(), n++) < 0) abort();
+  arena_init(&t->a, 0);
+  kv_db *inner;
+  int rc = storet_kv_open(t->dir, 0, &inner);
+  ASSERTF(rc == 0, "kv open %s: %s (%d)", t->dir, dv_err_name(rc), rc);
+  ASSERT_OK(kv_fault_wrap(inner, &t->kv));
+  rc = store_open(t->kv, NULL, &t->s);
   ASSERTF(rc == 0, "store_open: %s (%d)", dv_err_name(rc), rc);
   if (dbname) t->db = storet_create_db(t, dbname);
   return t;

@@ -54,6 +54,9 @@ void storet_fdb_pair_close(storet_pair *p);
  * do not crash the process. dbname non-NULL: create that database and open
  * a handle in t->db. Asserts success. */
 storet *storet_open(const store_opts *opts, int sync, const char *dbname);
+/* The same (no WAL fsync, default options) over the fault backend
+ * (kv/kv_fault.h): t->kv is the wrapper, for kv_fault_set. */
+storet *storet_open_fault(const char *dbname);
 /* Close the handle, the store and the kv store, free the arena. */
 void storet_close(storet *t);
 /* Create a database and open a handle to it (the caller closes it). */

@@ -75,4 +75,9 @@
   R(X, store_purge_commit_unknown, 20) \
   R(X, store_doc_rank_model, 120) \
   R(X, store_doc_rank_empty, 10) \
-  R(X, store_all_docs_bodies, 60)
+  R(X, store_all_docs_bodies, 60) \
+  R(X, store_async_same_results, 120) \
+  R(X, store_async_done_once, 30) \
+  R(X, store_async_many, 120) \
+  R(X, store_async_retry, 120) \
+  R(X, store_async_local, 30)
