@@ -81,6 +81,8 @@ struct hreq_app {
   int users_db;                   /* {db} names the users database */
   int users_doc;                  /* a document request on _users: users.c's rules, not _security */
   const json_val *sec;            /* the _security object in force, once read */
+  void *pending;                  /* a write in flight: its handler's state (hres_defer_then) */
+  struct hatt_w *att_w;           /* the request's attachment state (docatt.c), freed at its end */
 };
 
 static inline api_srv *api_srv_of(hreq *r) { return (api_srv *)http_app_arg(r); }
@@ -245,7 +247,8 @@ typedef struct hatt_w hatt_w; /* the attachment side of one write request */
  * uploads and buffers its edits use. hatt_w_done after the last
  * store_update (it frees uploads no committed edit linked). NULL on OOM. */
 hatt_w *hatt_w_new(hreq *r);
-void hatt_w_done(hatt_w *w); /* NULL is a no-op */
+void hatt_w_done(hatt_w *w); /* NULL is a no-op; again is a no-op */
+hatt_w *hatt_w_next(hatt_w *w); /* the request's next one (r->app->att_w), for route.c */
 
 /* Ready e's attachments for store_update: inline data (identity, as
  * store_edit_from_json decoded it) is checked against [couchdb]

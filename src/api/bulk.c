@@ -345,6 +345,99 @@ static int bdoc_rights(hreq *r, bdoc *d) {
   return 0;
 }
 
+/* A _bulk_docs write in progress: its rounds, one store_update_async each. */
+typedef struct bulk_w {
+  bdoc *d;
+  size_t n;
+  store_edit *edits;
+  size_t *round_end;
+  size_t n_rounds, k;   /* rounds, and the next one */
+  int new_edits;
+  int rc;               /* the last round's */
+  store_wctx wc;        /* who writes (lives as long as the rounds) */
+  store_user su;
+} bulk_w;
+
+static void bulk_committed(void *arg, int rc) {
+  hreq *r = arg;
+  ((bulk_w *)r->app->pending)->rc = rc;
+  hdefer_done(r); /* bulk_round continues on a pool thread */
+}
+
+static void bulk_answer(hreq *r, bulk_w *b);
+
+/* Start the next round, or answer once they are all written. */
+static void bulk_round(hreq *r) {
+  bulk_w *b = r->app->pending;
+  if (b->rc) {
+    hres_err(r, b->rc);
+    return;
+  }
+  if (b->k == b->n_rounds) {
+    bulk_answer(r, b);
+    return;
+  }
+  size_t from = b->k ? b->round_end[b->k - 1] : 0, to = b->round_end[b->k++];
+  hres_defer_then(r, bulk_round);
+  store_update_async(r->app->db, &b->wc, b->edits + from, to - from, b->new_edits, bulk_committed, r);
+}
+
+static void bulk_answer(hreq *r, bulk_w *b) {
+  bdoc *d = b->d;
+  size_t n = b->n;
+  int new_edits = b->new_edits;
+  json_w w;
+  dv_buf t;
+  buf_init(&t);
+  hres_jw(r, 201, &w);
+  json_w_arr_begin(&w);
+  for (size_t i = 0; i < n; i++) {
+    if (d[i].deny) { /* refused for its rights, as CouchDB: one row */
+      json_w_obj_begin(&w);
+      json_w_keyz(&w, "id");
+      if (d[i].id) json_w_str(&w, d[i].id, d[i].id_len);
+      else json_w_null(&w);
+      json_w_keyz(&w, "error");
+      json_w_strz(&w, dv_err_couch(d[i].deny));
+      json_w_keyz(&w, "reason");
+      json_w_strz(&w, d[i].deny_reason);
+      json_w_obj_end(&w);
+      continue;
+    }
+    const char *id = d[i].local ? d[i].id : d[i].e->id;
+    size_t id_len = d[i].local ? d[i].id_len : d[i].e->id_len;
+    int rc = d[i].local ? d[i].rc : d[i].e->rc;
+    const char *why = rc && !d[i].local ? hatt_reason(r, rc, NULL, d[i].e) : NULL;
+    if (!new_edits) { /* replication: only the failures, with their rev */
+      const store_edit *e = d[i].e;
+      /* a validator's refusal is a row without rev, as the rights' rows */
+      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len && !e->why ? &e->path[0] : NULL, rc, why);
+      continue;
+    }
+    if (rc) {
+      jw_result_err(&w, &t, id, id_len, NULL, rc, why);
+      continue;
+    }
+    json_w_obj_begin(&w);
+    json_w_keyz(&w, "ok");
+    json_w_bool(&w, 1);
+    json_w_keyz(&w, "id");
+    json_w_str(&w, id, id_len);
+    json_w_keyz(&w, "rev");
+    if (d[i].local) {
+      char rv[32];
+      int rl = snprintf(rv, sizeof rv, "0-%lld", (long long)d[i].new_rev);
+      json_w_str(&w, rv, (size_t)rl);
+    } else {
+      jw_rev(&w, &t, &d[i].e->rev);
+    }
+    json_w_obj_end(&w);
+  }
+  json_w_arr_end(&w);
+  buf_free(&t);
+  if (json_w_finish(&w)) hres_err(r, DV_ENOMEM);
+}
+
 void hapi_bulk_docs(hreq *r) {
   json_val *body = r->json;
   const json_val *docs = json_obj_getz(body, "docs");
@@ -428,67 +521,19 @@ void hapi_bulk_docs(hreq *r) {
       goto done;
     }
   }
-  store_wctx wc;
-  store_user su;
-  api_wctx(r, &wc, &su);
-  for (size_t k = 0, from = 0; k < n_rounds; from = round_end[k++]) {
-    int rc = store_update(r->app->db, &wc, edits + from, round_end[k] - from, new_edits);
-    if (rc) {
-      hres_err(r, rc);
-      goto done;
-    }
+  /* the rounds go to the store one after the other, each without holding
+   * a thread while it commits (bulk_round) */
+  bulk_w *b = arena_calloc(&r->a, sizeof *b);
+  if (!b) {
+    hres_err(r, DV_ENOMEM);
+    goto done;
   }
-
-  json_w w;
-  dv_buf t;
-  buf_init(&t);
-  hres_jw(r, 201, &w);
-  json_w_arr_begin(&w);
-  for (size_t i = 0; i < n; i++) {
-    if (d[i].deny) { /* refused for its rights, as CouchDB: one row */
-      json_w_obj_begin(&w);
-      json_w_keyz(&w, "id");
-      if (d[i].id) json_w_str(&w, d[i].id, d[i].id_len);
-      else json_w_null(&w);
-      json_w_keyz(&w, "error");
-      json_w_strz(&w, dv_err_couch(d[i].deny));
-      json_w_keyz(&w, "reason");
-      json_w_strz(&w, d[i].deny_reason);
-      json_w_obj_end(&w);
-      continue;
-    }
-    const char *id = d[i].local ? d[i].id : d[i].e->id;
-    size_t id_len = d[i].local ? d[i].id_len : d[i].e->id_len;
-    int rc = d[i].local ? d[i].rc : d[i].e->rc;
-    const char *why = rc && !d[i].local ? hatt_reason(r, rc, NULL, d[i].e) : NULL;
-    if (!new_edits) { /* replication: only the failures, with their rev */
-      const store_edit *e = d[i].e;
-      /* a validator's refusal is a row without rev, as the rights' rows */
-      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len && !e->why ? &e->path[0] : NULL, rc, why);
-      continue;
-    }
-    if (rc) {
-      jw_result_err(&w, &t, id, id_len, NULL, rc, why);
-      continue;
-    }
-    json_w_obj_begin(&w);
-    json_w_keyz(&w, "ok");
-    json_w_bool(&w, 1);
-    json_w_keyz(&w, "id");
-    json_w_str(&w, id, id_len);
-    json_w_keyz(&w, "rev");
-    if (d[i].local) {
-      char rv[32];
-      int rl = snprintf(rv, sizeof rv, "0-%lld", (long long)d[i].new_rev);
-      json_w_str(&w, rv, (size_t)rl);
-    } else {
-      jw_rev(&w, &t, &d[i].e->rev);
-    }
-    json_w_obj_end(&w);
-  }
-  json_w_arr_end(&w);
-  buf_free(&t);
-  if (json_w_finish(&w)) hres_err(r, DV_ENOMEM);
+  *b = (bulk_w){.d = d, .n = n, .edits = edits, .round_end = round_end, .n_rounds = n_rounds,
+                .new_edits = new_edits};
+  api_wctx(r, &b->wc, &b->su);
+  r->app->pending = b;
+  bulk_round(r);
+  return;
 done:
   hatt_w_done(aw);
 }

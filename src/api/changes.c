@@ -37,6 +37,7 @@ enum { FEED_NORMAL, FEED_LONGPOLL, FEED_CONTINUOUS, FEED_EVENTSOURCE };
 enum { PH_START, PH_READ, PH_WAIT };
 enum { F_NONE, F_DOC_IDS, F_SELECTOR, F_DESIGN };
 
+#define CH_SCRATCH_CHUNK 2048 /* a feed's arenas start small (an idle feed keeps them) */
 #define CH_BATCH 500             /* changes rows examined per step */
 #define DU_BATCH 500             /* _db_updates rows per step */
 #define CH_MAX_WAIT 60000        /* chttpd's changes_timeout: the longest timeout or heartbeat, ms */
@@ -60,6 +61,9 @@ typedef struct lf_kind {
   int64_t (*pending)(lfeed *l);
   /* Release the kind's own state (not l itself). */
   void (*free)(lfeed *l);
+  /* The feed waits (caught up): give back what only a read needs, so an
+   * idle feed costs little. May be NULL. */
+  void (*idle)(lfeed *l);
 } lf_kind;
 
 struct lfeed {
@@ -180,6 +184,7 @@ static int lf_step(void *arg, hfeed *f, dv_buf *out) {
   if (!l->caught_up) return HF_MORE;
   if (l->feed == FEED_NORMAL || (l->feed == FEED_LONGPOLL && l->sent > 0)) return lf_finish(l, out);
   l->phase = PH_WAIT;
+  if (l->k->idle) l->k->idle(l);
   l->deadline = hnow_ms() + l->timeout;
   hfeed_timer(f, lf_due(l));
   return HF_WAIT;
@@ -496,7 +501,15 @@ static void ch_free(lfeed *l) {
   buf_free(&c->tmp);
 }
 
-static const lf_kind ch_kind = {ch_read, ch_watch, ch_pending, ch_free};
+static void ch_idle(lfeed *l) {
+  chfeed *c = (chfeed *)l;
+  arena_free(&c->scratch); /* a read's leaf docs and projections */
+  arena_init(&c->scratch, CH_SCRATCH_CHUNK);
+  buf_free(&c->tmp);
+  buf_init(&c->tmp);
+}
+
+static const lf_kind ch_kind = {ch_read, ch_watch, ch_pending, ch_free, ch_idle};
 
 /* doc_ids (a JSON array of strings) into the feed, sorted. */
 static int ch_set_ids(hreq *r, chfeed *c, const json_val *ids) {
@@ -722,8 +735,8 @@ void hapi_changes(hreq *r) {
     hres_err(r, DV_ENOMEM);
     return;
   }
-  arena_init(&c->a, 0);
-  arena_init(&c->scratch, 0);
+  arena_init(&c->a, CH_SCRATCH_CHUNK);
+  arena_init(&c->scratch, CH_SCRATCH_CHUNK);
   buf_init(&c->tmp);
   c->style_all = style && !strcmp(style, "all_docs");
   c->include_docs = q_true(r, "include_docs");
@@ -778,6 +791,7 @@ void hapi_changes(hreq *r) {
   } else {
     hres_feed(r, 200, "application/json", &lf_ops, c);
   }
+  if (feed != FEED_NORMAL) hfeed_live(r);
   return;
 
 fail:
@@ -906,7 +920,7 @@ static void du_free(lfeed *l) {
   arena_free(&d->a);
 }
 
-static const lf_kind du_kind = {du_read, du_watch, NULL, du_free};
+static const lf_kind du_kind = {du_read, du_watch, NULL, du_free, NULL};
 
 /* global_changes_httpd's to_non_neg_int: 400 "invalid_integer". */
 static int du_int(hreq *r, const char *name, int64_t *io) {
@@ -969,6 +983,7 @@ void hapi_db_updates(hreq *r) {
   } else {
     hres_feed(r, 200, "application/json", &lf_ops, d);
   }
+  if (feed != FEED_NORMAL) hfeed_live(r);
 }
 
 /* ---- routes ------------------------------------------------------------------ */

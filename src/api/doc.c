@@ -735,17 +735,28 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
 
 /* One edit through the store, answered as ans says. w (may be NULL: no
  * attachments to ready) is the request's attachment state. */
-static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const wans *ans, hatt_w *w) {
-  const char *why = NULL;
-  int rc = w ? hatt_prepare(w, e, &why) : 0;
-  if (rc) {
-    write_err_why(r, rc, e->id, e->id_len, why);
-    return;
-  }
-  store_wctx wc;
+/* A document write in flight (store_update_async): its edit (a copy the
+ * store fills in) and how to answer. */
+typedef struct doc_w {
+  store_edit e;
+  int batch;
+  const wans *ans;
+  int rc;
+  store_wctx wc; /* who writes, as long as the store may ask */
   store_user su;
-  api_wctx(r, &wc, &su);
-  rc = store_update(r->app->db, &wc, e, 1, new_edits);
+} doc_w;
+
+static void edit_committed(void *arg, int rc) {
+  hreq *r = arg;
+  ((doc_w *)r->app->pending)->rc = rc;
+  hdefer_done(r); /* edit_answer runs on a pool thread */
+}
+
+static void edit_answer(hreq *r) {
+  doc_w *p = r->app->pending;
+  store_edit *e = &p->e;
+  int rc = p->rc, batch = p->batch;
+  const wans *ans = p->ans;
   if (batch && !(!rc && e->why)) { /* CouchDB answers before it writes; errors only reach its log
                                      (a validator's refusal came first, as it did before the hooks) */
     hres_written(r, 202, e->id, e->id_len, NULL, 0, 0);
@@ -762,6 +773,30 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
     return;
   }
   hres_written(r, e->deleted ? ans->deleted : ans->created, e->id, e->id_len, rev, ans->etag, ans->loc);
+}
+
+/* Write e and answer once it is durable, without holding a thread while
+ * it commits: the answer is edit_answer's. w (may be NULL) stays the
+ * request's until its end. */
+static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const wans *ans, hatt_w *w) {
+  const char *why = NULL;
+  int rc = w ? hatt_prepare(w, e, &why) : 0;
+  if (rc) {
+    write_err_why(r, rc, e->id, e->id_len, why);
+    return;
+  }
+  doc_w *p = arena_calloc(&r->a, sizeof *p);
+  if (!p) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  p->e = *e;
+  p->batch = batch;
+  p->ans = ans;
+  api_wctx(r, &p->wc, &p->su);
+  r->app->pending = p;
+  hres_defer_then(r, edit_answer);
+  store_update_async(r->app->db, &p->wc, &p->e, 1, new_edits, edit_committed, r);
 }
 
 /* A PUT in progress: the document comes from the JSON body or from the
@@ -844,7 +879,6 @@ static void doc_put(hreq *r, const docq *q, int local) {
     return;
   }
   edit_write(r, e, q->new_edits, c.batch, &ANS_PUT, w);
-  hatt_w_done(w);
 }
 
 /* ---- PUT /{db}/{docid} with a multipart/related body, streamed ----------------
@@ -881,7 +915,7 @@ static void mp_put_finish(void *arg, hreq *r) {
 static void mp_put_done(void *arg) {
   mp_put *u = arg;
   hatt_mp_free(u->m);
-  hatt_w_done(u->w); /* after store_update: uploads a committed edit linked stay */
+  hatt_w_done(u->w); /* after the write's answer: uploads a committed edit linked stay */
   u->m = NULL;
 }
 
@@ -1046,7 +1080,6 @@ static void doc_copy(hreq *r, int local) {
     rc = hatt_copy(w, r->app->docid, r->app->docid_len, &from, &e);
   if (rc) write_err(r, rc, tid, tn);
   else edit_write(r, &e, 1, 0, &ANS_COPY, w);
-  hatt_w_done(w);
 }
 
 /* POST /{db}/{docid} is CouchDB's multipart/form-data attachment upload
@@ -1146,7 +1179,6 @@ void hapi_doc_post(hreq *r) {
     return;
   }
   edit_write(r, &e, 1, batch, &ANS_POST, w);
-  hatt_w_done(w);
 }
 
 /* ---- routes ------------------------------------------------------------------ */

@@ -149,12 +149,15 @@ struct hatt_w {
   size_t n_ups, cap_ups;
   void **blocks;            /* dv_malloc'd content handed to edits */
   size_t n_blocks, cap_blocks;
+  hatt_w *next;             /* the request's others (r->app->att_w) */
 };
 
 hatt_w *hatt_w_new(hreq *r) {
   hatt_w *w = arena_calloc(&r->a, sizeof *w);
   if (!w) return NULL;
   w->r = r;
+  w->next = r->app->att_w; /* hatt_w_done runs again at the request's end (route.c) */
+  r->app->att_w = w;
   hatt_cfg c;
   hatt_cfg_get(r, &c);
   w->level = c.level;
@@ -162,6 +165,8 @@ hatt_w *hatt_w_new(hreq *r) {
   w->types = c.types;
   return w;
 }
+
+hatt_w *hatt_w_next(hatt_w *w) { return w->next; }
 
 void hatt_w_done(hatt_w *w) {
   if (!w) return;

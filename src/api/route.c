@@ -194,7 +194,12 @@ found:
 
 /* ---- the application ------------------------------------------------------- */
 
-static void done(hreq *r) { store_db_close(r->app->db); }
+/* The request is over: what it holds. A write answered after its commit
+ * (store_update_async) may leave its attachment state to this. */
+static void done(hreq *r) {
+  for (hatt_w *w = r->app->att_w; w; w = hatt_w_next(w)) hatt_w_done(w);
+  store_db_close(r->app->db);
+}
 
 int api_app(api_srv *s, http_app *out) {
   int rc = store_server_uuid(s->st, s->uuid);

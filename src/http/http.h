@@ -46,9 +46,16 @@
 #include "util/err.h"
 
 #define HTTP_DEFAULT_MAX_BODY (64u << 20)  /* max_http_request_size, bytes */
-#define HTTP_DEFAULT_THREADS 128           /* pool threads: a write holds one while it commits */
+#define HTTP_THREADS_PER_CORE 4            /* pool threads per core (nothing waits on one: writes
+                                              and feeds suspend their connection) */
 #define HTTP_DEFAULT_TIMEOUT 300           /* idle connection timeout, seconds */
-#define HTTP_HEADER_LIMIT (64u << 10)      /* request line + headers, bytes */
+#define HTTP_HEADER_LIMIT (8u << 10)       /* request line + headers, bytes (CouchDB's max_uri_length is 8000) */
+/* libmicrohttpd's memory per connection: the head and some room. It costs
+ * an idle feed about 0.6 of itself (libmicrohttpd zeroes the unused half
+ * of its first read buffer), so it stays small: see idlefeeds.test.js. */
+#define HTTP_CONN_POOL (HTTP_HEADER_LIMIT + (2u << 10))
+#define HTTP_FEED_BLOCK (16u << 10)        /* bytes a feed hands libmicrohttpd per call */
+#define HTTP_FEED_BLOCK_LIVE 512u          /* … and a feed that mostly waits (hfeed_live) */
 #define HTTP_DEFAULT_HEAD_TIMEOUT 30       /* request_head_timeout: seconds from a head's first byte to its end */
 #define HTTP_DEFAULT_MAX_CONNS 10000       /* max_connections: open client connections */
 #define HTTP_DEFAULT_MAX_CONNS_PER_CLIENT 1000 /* max_connections_per_client: from one address */
@@ -56,7 +63,7 @@
 typedef struct http_opts {
   const char *bind;       /* listen address (IPv4 or IPv6 literal) */
   int port;               /* 0 = any free port (see http_port) */
-  int threads;            /* pool threads; 0 = HTTP_DEFAULT_THREADS */
+  int threads;            /* pool threads; 0 = cores × HTTP_THREADS_PER_CORE */
   size_t max_body;        /* 0 = HTTP_DEFAULT_MAX_BODY */
   int timeout_s;          /* idle connection timeout; 0 = HTTP_DEFAULT_TIMEOUT */
   int head_timeout_s;     /* request_head_timeout; 0 = HTTP_DEFAULT_HEAD_TIMEOUT */
@@ -220,6 +227,10 @@ typedef struct hfeed_ops {
  * first; the body is chunked. arg is owned by the feed from here on (done
  * frees it, even if the response never starts). */
 void hres_feed(hreq *r, int status, const char *ctype, const hfeed_ops *ops, void *arg);
+/* After hres_feed, for a feed that mostly waits (continuous, longpoll,
+ * eventsource): it hands the engine small pieces (HTTP_FEED_BLOCK_LIVE),
+ * so an idle one keeps small buffers. */
+void hfeed_live(hreq *r);
 
 /* From any thread, at any time (a kv watch callback): wake the feed. Safe
  * to call before it waits (the wake is remembered) and after done() began
@@ -235,6 +246,12 @@ int hfeed_woken(hfeed *f);
  * request must be answered before http_stop finishes. */
 void hres_defer(hreq *r);
 void hdefer_done(hreq *r);
+/* With hres_defer: when hdefer_done comes, run fn(r) on a pool thread
+ * before answering (it sets the response; it may defer again). So the
+ * thread that calls hdefer_done (a store commit's completion, which must
+ * not block) only resumes the connection, and the answer is built where
+ * blocking is allowed. */
+void hres_defer_then(hreq *r, void (*fn)(hreq *r));
 
 /* Wake the feed at this monotonic time in ms (0: no timer). */
 void hfeed_timer(hfeed *f, int64_t due_ms);

@@ -76,6 +76,7 @@
 #include "util/alloc.h"
 
 #define REAP_MS 50        /* reaper tick: timers and left clients */
+#define HREQ_ARENA_CHUNK 1024 /* a request's first arena chunk (later ones grow): small, as a feed keeps it */
 #define PEEK_EVERY 10     /* peek at suspended sockets every N ticks */
 #define DEADLINE_EVERY 4  /* check head deadlines and lingering refusals every N ticks */
 #define LINGER_MS 2000    /* a refused connection's input is drained this long, then it is cut */
@@ -103,6 +104,7 @@ struct hfeed {
   hsrv *srv;                 /* owner */
   struct MHD_Connection *conn; /* the connection it streams to */
   int fd;                    /* its socket, for the reaper's peek */
+  size_t block;              /* bytes per piece handed to libmicrohttpd */
   const hfeed_ops *ops;      /* the producer */
   void *arg;                 /* its state (freed by ops->done) */
   dv_buf buf;                /* output produced, not yet handed to MHD */
@@ -326,6 +328,8 @@ static ssize_t feed_read(void *cls, uint64_t pos, char *out, size_t max) {
       int go_on = f->woken || f->gone || f->fired || (f->due && hnow_ms() >= f->due);
       f->fired = 0;
       if (!go_on) {
+        buf_free(&f->buf); /* an idle feed holds no output buffer */
+        buf_init(&f->buf);
         f->suspended = 1;
         MHD_suspend_connection(f->conn);
         pthread_mutex_unlock(&s->mu);
@@ -369,6 +373,7 @@ void hres_feed(hreq *r, int status, const char *ctype, const hfeed_ops *ops, voi
   }
   f->srv = r->srv;
   f->conn = r->conn;
+  f->block = HTTP_FEED_BLOCK;
   f->ops = ops;
   f->arg = arg;
   buf_init(&f->buf);
@@ -379,10 +384,14 @@ void hres_feed(hreq *r, int status, const char *ctype, const hfeed_ops *ops, voi
   r->feed = f;
 }
 
+void hfeed_live(hreq *r) {
+  if (r->feed) r->feed->block = HTTP_FEED_BLOCK_LIVE;
+}
+
 static enum MHD_Result queue_feed(hreq *r) {
   hfeed *f = r->feed;
   r->feed = NULL;
-  struct MHD_Response *res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, feed_read, f, feed_free);
+  struct MHD_Response *res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, f->block, feed_read, f, feed_free);
   if (!res) {
     f->ops->done(f->arg);
     buf_free(&f->buf);
@@ -677,10 +686,17 @@ struct hctx {
   int deferred;     /* the handler answers later (hres_defer) */
   int defer_done;   /* hdefer_done came: the response is in r */
   int defer_susp;   /* suspended waiting for it (under srv->mu) */
+  void (*then)(hreq *r); /* hres_defer_then: builds the answer once it came */
   size_t body_cap;  /* bytes allocated for r.body (its NUL included) */
 };
 
 void hres_defer(hreq *r) { ((struct hctx *)r)->deferred = 1; }
+
+void hres_defer_then(hreq *r, void (*fn)(hreq *r)) {
+  struct hctx *x = (struct hctx *)r;
+  x->deferred = 1;
+  x->then = fn;
+}
 
 void hdefer_done(hreq *r) {
   struct hctx *x = (struct hctx *)r;
@@ -784,15 +800,22 @@ static enum MHD_Result answer_now(struct hctx *x) {
  * (MHD calls on_request again once hdefer_done resumes it). */
 static enum MHD_Result defer_step(struct hctx *x) {
   hsrv *s = x->r.srv;
-  pthread_mutex_lock(&s->mu);
-  if (!x->defer_done) {
-    x->defer_susp = 1;
-    MHD_suspend_connection(x->r.conn);
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    if (!x->defer_done) {
+      x->defer_susp = 1;
+      MHD_suspend_connection(x->r.conn);
+      pthread_mutex_unlock(&s->mu);
+      return MHD_YES;
+    }
     pthread_mutex_unlock(&s->mu);
-    return MHD_YES;
+    void (*fn)(hreq *r) = x->then;
+    if (!fn) return answer_now(x);
+    x->then = NULL; /* the continuation runs once; it may defer again */
+    x->deferred = x->defer_done = 0;
+    fn(&x->r);
+    if (!x->deferred) return answer_now(x);
   }
-  pthread_mutex_unlock(&s->mu);
-  return answer_now(x);
 }
 
 /* A route whose body streams to its handler's sink. */
@@ -845,7 +868,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     hreq *r = &x->r;
     r->srv = s;
     r->conn = c;
-    arena_init(&r->a, 0);
+    arena_init(&r->a, HREQ_ARENA_CHUNK);
     buf_init(&r->out);
     r->method = method_of(method);
     r->method_str = arena_strndup(&r->a, method, strlen(method));
@@ -908,7 +931,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (x->deferred) return defer_step(x);
   if (x->sink) {
     if (!x->sink_err) x->sink->finish(x->sink_arg, r);
-    return answer_now(x);
+    return x->deferred ? defer_step(x) : answer_now(x);
   }
   if (x->too_large) {
     hres_err(r, DV_EBODY_TOO_LARGE);
@@ -947,7 +970,10 @@ int http_start(const http_app *app, const http_opts *o, http_server **out) {
   if (!s) return DV_ENOMEM;
   s->app = *app;
   s->o = *o;
-  if (!s->o.threads) s->o.threads = HTTP_DEFAULT_THREADS;
+  if (!s->o.threads) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    s->o.threads = (int)(cores > 0 ? cores : 1) * HTTP_THREADS_PER_CORE;
+  }
   if (!s->o.max_body) s->o.max_body = HTTP_DEFAULT_MAX_BODY;
   if (!s->o.timeout_s) s->o.timeout_s = HTTP_DEFAULT_TIMEOUT;
   if (!s->o.head_timeout_s) s->o.head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT;
@@ -994,7 +1020,7 @@ int http_start(const http_app *app, const http_opts *o, http_server **out) {
                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->o.threads,
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.timeout_s,
-                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_HEADER_LIMIT + 16 * 1024,
+                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_POOL,
                           MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
                           MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                           (unsigned)(s->o.max_conns_per_client > 0 ? s->o.max_conns_per_client : 0),

@@ -11,17 +11,15 @@
 // from /proc/PID/status, once after a warm-up and once with every feed
 // open and idle.
 //
-// Known failure until the HTTP engine is fixed (issue 17): an idle feed
-// costs ~69 KB, not < 16 KB. Measured on 2,000 feeds (a copy of
-// src/http/server.c rebuilt with one constant changed at a time): ~38 KB is
-// the pages libmicrohttpd touches of its per-connection pool
-// (MHD_OPTION_CONNECTION_MEMORY_LIMIT = HTTP_HEADER_LIMIT + 16 KB = 80 KB;
-// 61 KB -> 23 KB per feed with a 16 KB pool), ~10 KB the 16 KB block of the
-// feed's MHD_create_response_from_callback (23 KB -> 13.6 KB with a 1 KB
-// block), ~13 KB the rest (the request's arena, the feed state and its
-// arenas and buffers, the kv watch, MHD's connection). An idle keep-alive
-// connection after one small GET costs ~82 KB: MHD_pool_reset zeroes the
-// whole 80 KB pool between requests.
+// What an idle feed costs (measured on 2,000 feeds while the HTTP engine
+// was made lean, issue 17): libmicrohttpd's per-connection pool
+// (MHD_OPTION_CONNECTION_MEMORY_LIMIT, http.h HTTP_CONN_POOL) is the
+// largest part, about 0.6 of its size, since libmicrohttpd zeroes the unused
+// half of its first read buffer (80 KB pool: 69 KB per feed, 20 KB: 24.7
+// KB, 10 KB: 15.8 KB); then the feed's piece size (HTTP_FEED_BLOCK_LIVE,
+// 16 KB → 512 B saved ~3.5 KB), the request arena's first chunk and the
+// feed's arenas (8 KB → 1–2 KB, and freed while idle). The pool is the
+// request head limit (8 KB, as CouchDB's max_uri_length) plus 2 KB.
 'use strict';
 const fs = require('fs');
 const http = require('http');
@@ -32,11 +30,8 @@ const FEEDS = Number(process.env.IDLEFEEDS_FEEDS || 5000);
 const WRITERS = 64;
 const PER_WRITER = Number(process.env.IDLEFEEDS_PER_WRITER || 32); // 64 × 32 = 2,048 documents
 const DOCS = WRITERS * PER_WRITER;
-// TODO(issue 17): the pool is set here with [chttpd] server_threads, so the
-// bound does not depend on the build's default (HTTP_DEFAULT_THREADS, 128
-// today, cores × k once writes stop holding pool threads). When the default
-// becomes cores-based, drop server_threads and compute POOL the server's way.
-const POOL = 16;
+// The server's own default pool: cores × HTTP_THREADS_PER_CORE (http.h).
+const POOL = require('os').cpus().length * 4;
 const FIXED = 16;          // everything else: RocksDB's, the committer, store/, libmicrohttpd's
 const PER_FEED_MAX = 16 * 1024;
 const HEARTBEAT = 30000;   // ms: idle feeds stay idle while measured
@@ -90,7 +85,7 @@ let before, open;
 runFile(__filename, {
   seconds: 150,
   divan: {
-    config: `[chttpd]\nserver_threads = ${POOL}\nmax_connections = ${FEEDS + 1000}\n` +
+    config: `[chttpd]\nmax_connections = ${FEEDS + 1000}\n` +
       'max_connections_per_client = 0\nidle_timeout = 600\n',
   },
   started: ({ srv: s, base: b }) => { srv = s; base = b; port = s.port; },
