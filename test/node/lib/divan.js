@@ -70,8 +70,9 @@ function startDivan(opts = {}) {
       const halt = (sig) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return exited;
         proc.kill(sig);
-        // a sanitized build's exit (LeakSanitizer's scan of a large heap) takes longer
-        const t = setTimeout(() => proc.kill('SIGKILL'), /address/.test(process.env.DV_BUILD || '') ? 30000 : 5000);
+        // a sanitized build's exit (LeakSanitizer's scan of a large heap) takes longer; a loaded
+        // two-core machine can take seconds to close RocksDB
+        const t = setTimeout(() => proc.kill('SIGKILL'), /address/.test(process.env.DV_BUILD || '') ? 30000 : 15000);
         return exited.finally(() => clearTimeout(t));
       };
       const base = m[1];
