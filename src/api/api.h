@@ -265,10 +265,6 @@ int hatt_prepare(hatt_w *w, store_edit *e, const char **why) DV_MUST_CHECK;
  * attachment stub in ID for NAME"; e is the failed edit). */
 const char *hatt_reason(hreq *r, int rc, const json_val *doc, const store_edit *e);
 
-/* The HTTP status and error member for an attachment code, as hres_err
- * would answer it. */
-void hatt_err(hreq *r, int rc, const char *why);
-
 /* A multipart/related document body (couch_doc:doc_from_multi_part_stream),
  * read push-style: hatt_mp_begin with the request's Content-Type, then
  * hatt_mp_feed for each piece of the body as it arrives, hatt_mp_end when

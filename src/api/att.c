@@ -66,20 +66,18 @@ static int is_local(const char *id, size_t n) { return n > 7 && has_prefix(id, n
 /* An error of a read: no such document is "missing", a deleted winner
  * "deleted" (as api/doc.c answers them). */
 static void read_err(hreq *r, int rc) {
-  if (rc == DV_ENOT_FOUND || rc == DV_EBAD_DOCID) hres_errs(r, 404, "not_found", "missing");
-  else if (rc == DV_EDELETED) hres_errs(r, 404, "not_found", "deleted");
-  else hres_err(r, rc);
+  hres_err(r, rc == DV_EBAD_DOCID ? DV_ENOT_FOUND : rc); /* a bad id names no document */
 }
 
 /* An error of a write: a document over max_document_size names it. */
 static void write_err(hreq *r, int rc) {
-  if (rc == DV_EDOC_TOO_LARGE) hres_errs(r, 413, "document_too_large", r->app->docid);
+  if (rc == DV_EDOC_TOO_LARGE) hres_errw(r, DV_EDOC_TOO_LARGE, r->app->docid);
   else hres_err(r, rc);
 }
 
 /* CouchDB's answer to a ?rev= that is no leaf of the document
  * (chttpd: {{not_found, missing}, Rev}). */
-static void missing_rev(hreq *r) { hres_errs(r, 409, "not_found", "missing_rev"); }
+static void missing_rev(hreq *r) { hres_err(r, DV_EMISSING_REV); }
 
 /* The attachment's name: path segments r->app->sub.. joined with '/' (arena). */
 static int att_name(hreq *r, const char **out, size_t *out_len) {
@@ -108,12 +106,12 @@ static int name_ok(hreq *r, const char *name, size_t n) {
     buf_append(&b, name, n);
     buf_puts(&b, "' starts with prohibited character '_'");
     if (buf_error(&b)) hres_err(r, DV_ENOMEM);
-    else hres_errs(r, 400, "bad_request", (const char *)b.p);
+    else hres_errw(r, DV_EBAD_REQUEST, (const char *)b.p);
     buf_free(&b);
     return -1;
   }
   if (n == 0 || json_utf8_check(name, n, NULL)) {
-    hres_errs(r, 400, "bad_request", "Attachment name is not UTF-8 encoded");
+    hres_errw(r, DV_EBAD_REQUEST, "Attachment name is not UTF-8 encoded");
     return -1;
   }
   return 0;
@@ -176,7 +174,7 @@ static int write_rev(hreq *r, const char **out, size_t *out_len, int *have) {
     if (!rev_shape(h, hn)) goto bad;
   }
   if (q && h && !rev_eq(q, qn, h, hn)) {
-    hres_errs(r, 400, "bad_request", "Document rev and etag have different values");
+    hres_errw(r, DV_EBAD_REQUEST, "Document rev and etag have different values");
     return -1;
   }
   *have = q || h;
@@ -387,14 +385,14 @@ static int count_ident(void *arg, const uint8_t *p, size_t n) {
 /* A store or codec error met while writing: gzip that is not gzip is the
  * client's fault, the rest is the server's. */
 static void up_err(att_up *u, int rc) {
-  if (rc == DV_EINVAL && u->gzip_in) hres_errs(u->r, 400, "bad_request", "The attachment is not valid gzip data.");
+  if (rc == DV_EINVAL && u->gzip_in) hres_errw(u->r, DV_EBAD_REQUEST, "The attachment is not valid gzip data.");
   else hres_err(u->r, rc);
 }
 
 static int up_write(void *arg, hreq *r, const uint8_t *p, size_t n) {
   att_up *u = arg;
   if (u->got + n > u->max || u->got + n < u->got) {
-    hres_errs(r, 413, "attachment_too_large", u->name);
+    hres_errw(r, DV_EATT_TOO_LARGE, u->name);
     return -1;
   }
   u->got += n;
@@ -430,7 +428,7 @@ static void up_finish(void *arg, hreq *r) {
     uint8_t d[16];
     dv_md5_final(&u->md5, d);
     if (memcmp(d, u->cmd5, 16)) {
-      hres_errs(r, 400, "content_md5_mismatch", "Possible message corruption.");
+      hres_err(r, DV_ECONTENT_MD5);
       return;
     }
   }
@@ -513,7 +511,7 @@ static att_up *up_prepare(hreq *r) {
     while (n && ce[n - 1] == ' ') n--;
     if (n == 4 && !strncasecmp(ce, "gzip", 4)) u->gzip_in = 1;
     else if (!(n == 8 && !strncasecmp(ce, "identity", 8))) {
-      hres_errs(r, 415, "bad_content_type", "Only gzip and identity content-encodings are supported");
+      hres_errw(r, DV_EBAD_CONTENT_TYPE, "Only gzip and identity content-encodings are supported");
       return NULL;
     }
   }
@@ -529,7 +527,7 @@ static att_up *up_prepare(hreq *r) {
   u->max = max_size(&cfg);
   const char *cl = hreq_hdr(r, "Content-Length");
   if (cl && strtoull(cl, NULL, 10) > u->max) {
-    hres_errs(r, 413, "attachment_too_large", u->name);
+    hres_errw(r, DV_EATT_TOO_LARGE, u->name);
     return NULL;
   }
   const char *cm = hreq_hdr(r, "Content-MD5");
@@ -537,7 +535,7 @@ static att_up *up_prepare(hreq *r) {
     uint8_t d[64];
     size_t dn = 0, n = strlen(cm);
     if (n > 64 || dv_b64_decode(cm, n, 0, d, &dn) || dn != 16) {
-      hres_errs(r, 400, "content_md5_mismatch", "Possible message corruption.");
+      hres_err(r, DV_ECONTENT_MD5);
       return NULL;
     }
     memcpy(u->cmd5, d, 16);
@@ -755,7 +753,7 @@ static void att_get(hreq *r) {
   for (size_t i = 0; i < n && !a; i++)
     if (atts[i].name_len == nlen && !memcmp(atts[i].name, name, nlen)) a = &atts[i];
   if (!a) {
-    hres_errs(r, 404, "not_found", R_MISSING_ATT);
+    hres_errw(r, DV_ENOT_FOUND, R_MISSING_ATT);
     return;
   }
   const char *type = arena_strndup(&r->a, a->type, a->type_len);
@@ -784,7 +782,7 @@ static void att_get(hreq *r) {
     char cr[48];
     snprintf(cr, sizeof cr, "bytes */%lld", (long long)len);
     hres_header(r, "Content-Range", cr);
-    hres_errs(r, 416, "requested_range_not_satisfiable", "Requested range not satisfiable");
+    hres_err(r, DV_ERANGE_UNSATISFIABLE);
     return;
   }
   if (how > 0 && nr >= HPARSE_MAX_RANGES) how = 0;
@@ -877,13 +875,13 @@ static void att_delete(hreq *r) {
   if (!have) { /* the doc and the attachment must exist; then it is a conflict */
     rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, NULL, 0, &r->a, &doc);
     if (rc) read_err(r, rc);
-    else if (!doc_has_att(doc, name, nlen)) hres_errs(r, 404, "not_found", R_MISSING_ATT);
+    else if (!doc_has_att(doc, name, nlen)) hres_errw(r, DV_ENOT_FOUND, R_MISSING_ATT);
     else hres_err(r, DV_ECONFLICT);
     return;
   }
   if (load_parent(r, rev, rev_n, 1, &doc)) return;
   if (!doc_has_att(doc, name, nlen)) {
-    hres_errs(r, 404, "not_found", R_MISSING_ATT);
+    hres_errw(r, DV_ENOT_FOUND, R_MISSING_ATT);
     return;
   }
   store_edit e;
@@ -901,7 +899,7 @@ static void att_delete(hreq *r) {
 
 void hapi_att(hreq *r) {
   if (is_local(r->app->docid, r->app->docid_len)) {
-    hres_errs(r, 400, "bad_request", "_local documents do not accept attachments.");
+    hres_errw(r, DV_EBAD_REQUEST, "_local documents do not accept attachments.");
     return;
   }
   switch (r->method) {
@@ -1064,7 +1062,7 @@ static int fm_end(void *arg) {
 static int referer_ok(hreq *r) {
   const char *ref = hreq_hdr(r, "Referer");
   if (!ref) {
-    hres_errs(r, 400, "bad_request", "Referer header required.");
+    hres_errw(r, DV_EBAD_REQUEST, "Referer header required.");
     return -1;
   }
   const char *p = strstr(ref, "://");
@@ -1078,7 +1076,7 @@ static int referer_ok(hreq *r) {
   int same = !buf_error(&b) && b.len == n && !memcmp(b.p, p, n);
   buf_free(&b);
   if (same) return 0;
-  hres_errs(r, 400, "bad_request", "Referer header must match host.");
+  hres_errw(r, DV_EBAD_REQUEST, "Referer header must match host.");
   return -1;
 }
 
@@ -1125,13 +1123,13 @@ void hapi_doc_form(hreq *r) {
   const char *ct = hreq_hdr(r, "Content-Type");
   size_t n = strlen("multipart/form-data");
   if (!ct || strncasecmp(ct, "multipart/form-data", n) || (ct[n] && ct[n] != ';' && ct[n] != ' ')) {
-    hres_errs(r, 415, "bad_content_type", "Content-Type must be multipart/form-data");
+    hres_errw(r, DV_EBAD_CONTENT_TYPE, "Content-Type must be multipart/form-data");
     return;
   }
   if (referer_ok(r) || write_allowed(r)) return;
   char bnd[MP_MAX_BOUNDARY + 1];
   if (mp_boundary(ct, bnd, sizeof bnd)) {
-    hres_errs(r, 400, "bad_request", "Invalid multipart/form-data: no boundary.");
+    hres_errw(r, DV_EBAD_REQUEST, "Invalid multipart/form-data: no boundary.");
     return;
   }
   form f;
@@ -1152,8 +1150,8 @@ void hapi_doc_form(hreq *r) {
   mp_free(mp);
   buf_free(&f.val);
   if (rc) {
-    if (f.too_large) hres_errs(r, 413, "attachment_too_large", f.big);
-    else if (rc == DV_EINVAL) hres_errs(r, 400, "bad_request", "Invalid multipart/form-data body.");
+    if (f.too_large) hres_errw(r, DV_EATT_TOO_LARGE, f.big);
+    else if (rc == DV_EINVAL) hres_errw(r, DV_EBAD_REQUEST, "Invalid multipart/form-data body.");
     else hres_err(r, rc);
     goto out;
   }
@@ -1167,7 +1165,7 @@ void hapi_doc_form(hreq *r) {
   if (f.doc) {
     if (hreq_parse_json(r, f.doc, f.doc_len, &doc)) goto out;
     if (doc->type != JSON_OBJECT) {
-      hres_errs(r, 400, "bad_request", "Document must be a JSON object");
+      hres_errw(r, DV_EBAD_REQUEST, "Document must be a JSON object");
       goto out;
     }
     const char *qr;

@@ -137,7 +137,7 @@ typedef struct bdoc {
 static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
   const json_val *doc = d->doc;
   if (!doc || doc->type != JSON_OBJECT) {
-    hres_errs(r, 400, "bad_request", "Document must be a JSON object");
+    hres_errw(r, DV_EBAD_REQUEST, "Document must be a JSON object");
     return -1;
   }
   for (size_t i = 0; i < doc->len; i++) {
@@ -147,12 +147,12 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
     switch (store_doc_member(m->key, m->klen)) {
     case STORE_MEMBER_ID: {
       if (v->type != JSON_STRING) {
-        hres_errs(r, 400, "illegal_docid", "Document id must be a string");
+        hres_errw(r, DV_EBAD_DOCID, "Document id must be a string");
         return -1;
       }
       const char *why = store_docid_problem(v->u.s, v->len, 1);
       if (why) {
-        hres_errs(r, 400, "illegal_docid", why);
+        hres_errw(r, DV_EBAD_DOCID, why);
         return -1;
       }
       d->id = v->u.s;
@@ -173,16 +173,16 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
       }
       const json_val *start = json_obj_getz(v, "start"), *ids = json_obj_getz(v, "ids");
       if (!json_is_int(start)) {
-        hres_errs(r, 400, "doc_validation", "_revisions.start isn't an integer.");
+        hres_errw(r, DV_EDOC_FIELD, "_revisions.start isn't an integer.");
         return -1;
       }
       if (!ids || ids->type != JSON_ARRAY) {
-        hres_errs(r, 400, "doc_validation", "_revisions.ids isn't a array.");
+        hres_errw(r, DV_EDOC_FIELD, "_revisions.ids isn't a array.");
         return -1;
       }
       for (size_t k = 0; k < ids->len; k++)
         if (ids->u.items[k]->type != JSON_STRING) {
-          hres_errs(r, 400, "doc_validation", "RevId isn't a string");
+          hres_errw(r, DV_EDOC_FIELD, "RevId isn't a string");
           return -1;
         }
       d->has_revisions = 1;
@@ -204,12 +204,12 @@ static int bdoc_check(hreq *r, bdoc *d, int new_edits) {
       break;
     }
     if (bad) {
-      hres_errf(r, 400, "doc_validation", "Bad special document member: %.*s", (int)m->klen, m->key);
+      hres_errwf(r, DV_EDOC_FIELD, "Bad special document member: %.*s", (int)m->klen, m->key);
       return -1;
     }
   }
   if (!new_edits && !d->rev && !d->has_revisions) {
-    hres_errs(r, 400, "bad_request",
+    hres_errw(r, DV_EBAD_REQUEST,
               "When `new_edits: false`, the document needs `_rev` or `_revisions` specified");
     return -1;
   }
@@ -442,22 +442,22 @@ void hapi_bulk_docs(hreq *r) {
   json_val *body = r->json;
   const json_val *docs = json_obj_getz(body, "docs");
   if (!docs) {
-    hres_errs(r, 400, "bad_request", "POST body must include `docs` parameter.");
+    hres_errw(r, DV_EBAD_REQUEST, "POST body must include `docs` parameter.");
     return;
   }
   if (docs->type != JSON_ARRAY) {
-    hres_errs(r, 400, "bad_request", "`docs` parameter must be an array.");
+    hres_errw(r, DV_EBAD_REQUEST, "`docs` parameter must be an array.");
     return;
   }
   if (docs->len > BULK_MAX_DOCS) {
-    hres_errf(r, 413, "max_bulk_docs_count_exceeded", "%d", BULK_MAX_DOCS);
+    hres_errwf(r, DV_EBULK_DOCS_COUNT, "%d", BULK_MAX_DOCS);
     return;
   }
   int new_edits = 1;
   const json_val *ne = json_obj_getz(body, "new_edits");
   if (ne) {
     if (ne->type != JSON_BOOL) {
-      hres_errs(r, 400, "bad_request", "`new_edits` parameter must be a boolean.");
+      hres_errw(r, DV_EBAD_REQUEST, "`new_edits` parameter must be a boolean.");
       return;
     }
     new_edits = ne->b;
@@ -489,7 +489,7 @@ void hapi_bulk_docs(hreq *r) {
     store_edit *e = d[i].e = &edits[slot[i]];
     int rc = store_edit_from_json(&r->a, d[i].doc, new_edits, e);
     if (rc) {
-      hatt_err(r, rc, hatt_reason(r, rc, d[i].doc, NULL));
+      hres_errw(r, rc, hatt_reason(r, rc, d[i].doc, NULL));
       goto done;
     }
     if (!e->id) { /* CouchDB mints a uuid for a document without _id */
@@ -504,7 +504,7 @@ void hapi_bulk_docs(hreq *r) {
     }
     const char *why = NULL;
     if ((rc = hatt_prepare(aw, e, &why))) {
-      hatt_err(r, rc, why);
+      hres_errw(r, rc, why);
       goto done;
     }
   }
@@ -540,10 +540,11 @@ done:
 
 /* ---- _bulk_get ------------------------------------------------------------------ */
 
-/* {"error":{"id":id,"rev":rev,"error":error,"reason":reason}}; id and rev
- * are JSON values (null when absent), rev_text a plain string instead. */
-static void jw_get_error(json_w *w, const json_val *id, const json_val *rev, const char *rev_text,
-                         const char *error, const char *reason) {
+/* {"error":{"id":id,"rev":rev,"error":error,"reason":reason}} for the code
+ * rc (reason NULL: its own); id and rev are JSON values (null when
+ * absent), rev_text a plain string instead. */
+static void jw_get_error(json_w *w, const json_val *id, const json_val *rev, const char *rev_text, int rc,
+                         const char *reason) {
   json_w_obj_begin(w);
   json_w_keyz(w, "error");
   json_w_obj_begin(w);
@@ -555,9 +556,9 @@ static void jw_get_error(json_w *w, const json_val *id, const json_val *rev, con
   else if (rev) json_w_val(w, rev);
   else json_w_null(w);
   json_w_keyz(w, "error");
-  json_w_strz(w, error);
+  json_w_strz(w, dv_err_couch(rc));
   json_w_keyz(w, "reason");
-  json_w_strz(w, reason);
+  json_w_strz(w, reason ? reason : dv_strerror(rc));
   json_w_obj_end(w);
   json_w_obj_end(w);
 }
@@ -567,21 +568,22 @@ static void jw_get_error(json_w *w, const json_val *id, const json_val *rev, con
  * with_atts: attachments=true (an item's non-empty atts_since implies it). */
 static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int with_atts) {
   const json_val *id = NULL, *rev = NULL;
-  const char *err = NULL, *why = NULL;
+  int err = 0; /* the entry's error, with why its reason */
+  const char *why = NULL;
   store_rev rv;
   int have_rev = 0;
   if (!item || item->type != JSON_OBJECT || item->len == 0) {
-    err = "bad_request", why = "document must be a JSON object";
+    err = DV_EBAD_REQUEST, why = "document must be a JSON object";
   } else if (!(id = json_obj_getz(item, "id"))) {
-    err = "bad_request", why = "document id missed";
+    err = DV_EBAD_REQUEST, why = "document id missed";
   } else if (id->type != JSON_STRING) {
-    err = "illegal_docid", why = "Document id must be a string";
+    err = DV_EBAD_DOCID, why = "Document id must be a string";
   } else if ((why = store_docid_problem(id->u.s, id->len, 1))) {
-    err = "illegal_docid";
+    err = DV_EBAD_DOCID;
   } else if ((rev = json_obj_getz(item, "rev"))) {
     if (rev->type != JSON_STRING || !rev_text_ok(rev->u.s, rev->len) ||
         (!is_local_id(id->u.s, id->len) && store_rev_parse(rev->u.s, rev->len, &r->a, &rv)))
-      err = "bad_request", why = "Invalid rev format";
+      err = DV_EBAD_REQUEST, why = "Invalid rev format";
     else
       have_rev = 1;
   }
@@ -590,13 +592,13 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
     as = json_obj_getz(item, "atts_since");
     if (as && as->type != JSON_ARRAY) {
       rev = as;
-      err = "bad_request", why = "att_since value must be array of revs.";
+      err = DV_EBAD_REQUEST, why = "att_since value must be array of revs.";
     }
     for (size_t k = 0; !err && as && k < as->len; k++) {
       const json_val *a = as->u.items[k];
       store_rev tmp;
       if (a->type != JSON_STRING || !rev_text_ok(a->u.s, a->len) || store_rev_parse(a->u.s, a->len, &r->a, &tmp))
-        rev = a, err = "bad_request", why = "Invalid rev format";
+        rev = a, err = DV_EBAD_REQUEST, why = "Invalid rev format";
     }
   }
   json_w_obj_begin(w);
@@ -615,7 +617,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
     if (rc && rc != DV_ENOT_FOUND) return rc;
     const json_val *cur = rc ? NULL : json_obj_getz(doc, "_rev");
     if (rc || (have_rev && (!cur || cur->len != rev->len || memcmp(cur->u.s, rev->u.s, rev->len)))) {
-      jw_get_error(w, id, rev, have_rev ? NULL : "undefined", "not_found", "missing");
+      jw_get_error(w, id, rev, have_rev ? NULL : "undefined", DV_ENOT_FOUND, NULL);
     } else {
       json_w_obj_begin(w);
       json_w_keyz(w, "ok");
@@ -627,7 +629,7 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
   json_val *res;
   int rc = store_doc_open_revs(r->app->db, id->u.s, id->len, have_rev ? &rv : NULL, have_rev, flags, &r->a, &res);
   if (rc == DV_ENOT_FOUND || rc == DV_EBAD_DOCID) {
-    jw_get_error(w, id, rev, have_rev ? NULL : "undefined", "not_found", "missing");
+    jw_get_error(w, id, rev, have_rev ? NULL : "undefined", DV_ENOT_FOUND, NULL);
     goto done;
   }
   if (rc) return rc;
@@ -636,13 +638,13 @@ static int bulk_get_one(hreq *r, json_w *w, const json_val *item, int flags, int
     const json_val *o = res->u.items[k];
     const json_val *miss = json_obj_getz(o, "missing");
     if (miss) {
-      jw_get_error(w, id, miss, NULL, "not_found", "missing");
+      jw_get_error(w, id, miss, NULL, DV_ENOT_FOUND, NULL);
       continue;
     }
     if (ro.data && (rc = hatt_doc(r->app->db, &r->a, json_obj_getz(o, "ok"), &ro, NULL, NULL))) return rc;
     json_w_val(w, o);
   }
-  if (res->len == 0) jw_get_error(w, id, rev, have_rev ? NULL : "undefined", "not_found", "missing");
+  if (res->len == 0) jw_get_error(w, id, rev, have_rev ? NULL : "undefined", DV_ENOT_FOUND, NULL);
 done:
   json_w_arr_end(w);
   json_w_obj_end(w);
@@ -659,7 +661,7 @@ void hapi_bulk_get(hreq *r) {
     static const char *const refused[] = {"open_revs", "new_edits", "w", "rev", "atts_since"};
     for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)
       if (!strcmp(p->key, refused[k])) {
-        hres_errf(r, 400, "bad_request", "\"%s\" query parameter is not acceptable", p->key);
+        hres_errwf(r, DV_EBAD_REQUEST, "\"%s\" query parameter is not acceptable", p->key);
         return;
       }
     if (strcmp(p->val, "true")) continue;
@@ -675,11 +677,11 @@ void hapi_bulk_get(hreq *r) {
   }
   const json_val *docs = json_obj_getz(body, "docs");
   if (!docs || docs->type != JSON_ARRAY) {
-    hres_errs(r, 400, "bad_request", "Missing JSON list of 'docs'.");
+    hres_errw(r, DV_EBAD_REQUEST, "Missing JSON list of 'docs'.");
     return;
   }
   if (docs->len > BULK_MAX_DOCS) {
-    hres_errf(r, 413, "max_bulk_get_count_exceeded", "%d", BULK_MAX_DOCS);
+    hres_errwf(r, DV_EBULK_GET_COUNT, "%d", BULK_MAX_DOCS);
     return;
   }
   json_w w;
@@ -721,7 +723,7 @@ static rdiff *rdiff_parse(hreq *r, size_t *out_n) {
     const json_member *m = &body->u.members[i];
     q[i].m = m;
     if (m->val->type != JSON_ARRAY) {
-      hres_errs(r, 400, "bad_request", "Invalid list of revisions");
+      hres_errw(r, DV_EBAD_REQUEST, "Invalid list of revisions");
       return NULL;
     }
     q[i].n = m->val->len;
@@ -913,7 +915,7 @@ static int pval_bool(hreq *r, const pval *v, int *out) {
   if (s && n == 4 && !strncasecmp(s, "true", 4)) *out = 1;
   else if (s && n == 5 && !strncasecmp(s, "false", 5)) *out = 0;
   else {
-    hres_errf(r, 400, "query_parse_error", "Invalid boolean parameter: %s", pval_show(r, v));
+    hres_errwf(r, DV_EQUERY_PARSE, "Invalid boolean parameter: %s", pval_show(r, v));
     return -1;
   }
   return 0;
@@ -934,11 +936,11 @@ static int pval_pos_int(hreq *r, const pval *v, int64_t *out) {
     else x = x > (INT64_MAX - 9) / 10 ? INT64_MAX : x * 10 + (s[i] - '0'); /* saturate: "no limit" */
   }
   if (!ok) {
-    hres_errf(r, 400, "query_parse_error", "Invalid value for integer: %s", pval_show(r, v));
+    hres_errwf(r, DV_EQUERY_PARSE, "Invalid value for integer: %s", pval_show(r, v));
     return -1;
   }
   if (neg && x) {
-    hres_errf(r, 400, "query_parse_error", "Invalid value for positive integer: %s", pval_show(r, v));
+    hres_errwf(r, DV_EQUERY_PARSE, "Invalid value for positive integer: %s", pval_show(r, v));
     return -1;
   }
   *out = x;
@@ -961,7 +963,7 @@ static int pval_docid(hreq *r, const pval *v, const char *name, const char **out
   size_t n;
   const char *s = pval_text(v, &n);
   if (!s) {
-    hres_errf(r, 400, "query_parse_error", "`%s` must be a string.", name);
+    hres_errwf(r, DV_EQUERY_PARSE, "`%s` must be a string.", name);
     return -1;
   }
   *out = s;
@@ -1017,19 +1019,19 @@ static int adq_param(hreq *r, adq *q, const char *k, size_t kl, const pval *v) {
   } else if (K("stale")) {
     s = pval_text(v, &n);
     if (!s || !(mem_is(s, n, "ok") || mem_is(s, n, "update_after"))) {
-      hres_errs(r, 400, "query_parse_error", "Invalid value for `stale`.");
+      hres_errw(r, DV_EQUERY_PARSE, "Invalid value for `stale`.");
       return -1;
     }
   } else if (K("stable")) {
     s = pval_text(v, &n);
     if (!s || !(mem_is(s, n, "true") || mem_is(s, n, "false"))) {
-      hres_errs(r, 400, "query_parse_error", "Invalid value for `stable`.");
+      hres_errw(r, DV_EQUERY_PARSE, "Invalid value for `stable`.");
       return -1;
     }
   } else if (K("update")) {
     s = pval_text(v, &n);
     if (!s || !(mem_is(s, n, "true") || mem_is(s, n, "false") || mem_is(s, n, "lazy"))) {
-      hres_errs(r, 400, "query_parse_error", "Invalid value for `update`.");
+      hres_errw(r, DV_EQUERY_PARSE, "Invalid value for `update`.");
       return -1;
     }
   } else if (K("partition")) {
@@ -1067,7 +1069,7 @@ static int adq_validate(hreq *r, adq *q) {
   else if (grouped) why = "Invalid use of grouping on a map view.";
   else if (q->partition) why = "`partition` parameter is not supported on this db";
   if (why) {
-    hres_errs(r, 400, "query_parse_error", why);
+    hres_errw(r, DV_EQUERY_PARSE, why);
     return -1;
   }
   return 0;
@@ -1135,7 +1137,7 @@ static void row_missing(adctx *c, const json_val *key) {
   row_sep(c);
   buf_puts(c->o, "{\"key\":");
   if (json_write(c->o, key)) c->err = 1;
-  buf_puts(c->o, ",\"error\":\"not_found\"}");
+  buf_printf(c->o, ",\"error\":\"%s\"}", dv_err_couch(DV_ENOT_FOUND));
 }
 
 static int count_cb(void *arg, const store_doc_row *row) {
@@ -1448,7 +1450,7 @@ void hapi_all_docs(hreq *r, int which, int queries) {
       json_val *k = NULL; /* chttpd_db checks keys before the other parameters */
       if (hq_json(r, "keys", &k)) return;
       if (k && k->type != JSON_ARRAY && k->type != JSON_NULL) {
-        hres_errs(r, 400, "bad_request", "`keys` parameter must be an array.");
+        hres_errw(r, DV_EBAD_REQUEST, "`keys` parameter must be an array.");
         return;
       }
     } else {
@@ -1456,7 +1458,7 @@ void hapi_all_docs(hreq *r, int which, int queries) {
       if (hreq_need_json(r) || hreq_json_body(r, 1, &body)) return;
       const json_val *k = json_obj_getz(body, "keys");
       if (k && k->type != JSON_ARRAY && k->type != JSON_NULL) {
-        hres_errs(r, 400, "bad_request", "`keys` body member must be an array.");
+        hres_errw(r, DV_EBAD_REQUEST, "`keys` body member must be an array.");
         return;
       }
       if (adq_params_obj(r, qs, body)) return; /* the body first, then the query string */
@@ -1467,11 +1469,11 @@ void hapi_all_docs(hreq *r, int which, int queries) {
     if (hreq_json_body(r, 1, &body)) return;
     const json_val *list = json_obj_getz(body, "queries");
     if (!list) {
-      hres_errs(r, 400, "bad_request", "POST body must include `queries` parameter.");
+      hres_errw(r, DV_EBAD_REQUEST, "POST body must include `queries` parameter.");
       return;
     }
     if (list->type != JSON_ARRAY) {
-      hres_errs(r, 400, "bad_request", "`queries` member must be an array.");
+      hres_errw(r, DV_EBAD_REQUEST, "`queries` member must be an array.");
       return;
     }
     nq = list->len;
@@ -1483,7 +1485,7 @@ void hapi_all_docs(hreq *r, int which, int queries) {
     for (size_t i = 0; i < nq; i++) { /* every query is checked before any runs */
       const json_val *one = list->u.items[i];
       if (one->type != JSON_OBJECT) {
-        hres_errs(r, 400, "bad_request", "Each query must be a JSON object.");
+        hres_errw(r, DV_EBAD_REQUEST, "Each query must be a JSON object.");
         return;
       }
       qs[i] = base;

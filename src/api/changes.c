@@ -222,7 +222,7 @@ static int q_feed(hreq *r, int live_alias, const char *msg, int *out) {
   else if (!strcmp(v, "continuous") || (live_alias && !strcmp(v, "live"))) *out = FEED_CONTINUOUS;
   else if (!strcmp(v, "eventsource")) *out = FEED_EVENTSOURCE;
   else {
-    hres_errs(r, 400, "bad_request", msg);
+    hres_errw(r, DV_EBAD_REQUEST, msg);
     return -1;
   }
   return 0;
@@ -535,7 +535,7 @@ static int ch_set_ids(hreq *r, chfeed *c, const json_val *ids) {
   qsort(c->ids, c->n_ids, sizeof *c->ids, id_cmp);
   return 0;
 bad:
-  hres_errs(r, 400, "bad_request", msg);
+  hres_errw(r, DV_EBAD_REQUEST, msg);
   return -1;
 }
 
@@ -576,15 +576,15 @@ static int ddoc_member(hreq *r, const char *ddoc, size_t ddoc_len, const char *m
   }
   const json_val *m = json_obj_getz(doc, member);
   if (!m) {
-    hres_errf(r, 404, "not_found", "missing json key: %s", member);
+    hres_errwf(r, DV_ENOT_FOUND, "missing json key: %s", member);
     return -1;
   }
   if (m->type != JSON_OBJECT) {
-    hres_errs(r, 404, "not_found", "json_mismatch");
+    hres_errw(r, DV_ENOT_FOUND, "json_mismatch");
     return -1;
   }
   if (!json_obj_get(m, name, name_len)) {
-    hres_errf(r, 404, "not_found", "missing json key: %.*s", (int)name_len, name);
+    hres_errwf(r, DV_ENOT_FOUND, "missing json key: %.*s", (int)name_len, name);
     return -1;
   }
   return 0;
@@ -605,12 +605,12 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
   if (!strcmp(fl, "_selector")) {
     c->filter = F_SELECTOR;
     if (r->method != HM_POST) {
-      hres_errs(r, 400, "bad_request", "Selector must be specified in POST payload");
+      hres_errw(r, DV_EBAD_REQUEST, "Selector must be specified in POST payload");
       return -1;
     }
     const json_val *sel = body ? json_obj_getz(body, "selector") : NULL;
     if (!sel || sel->type != JSON_OBJECT) {
-      hres_errs(r, 400, "bad_request", "Selector error: expected a JSON object");
+      hres_errw(r, DV_EBAD_REQUEST, "Selector error: expected a JSON object");
       return -1;
     }
     const json_val *fields = body ? json_obj_getz(body, "fields") : NULL;
@@ -618,7 +618,7 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
       int okf = fields->type == JSON_ARRAY;
       for (size_t i = 0; okf && i < fields->len; i++) okf = fields->u.items[i]->type == JSON_STRING;
       if (!okf) {
-        hres_errs(r, 400, "bad_request", "Selector error: fields must be JSON array");
+        hres_errw(r, DV_EBAD_REQUEST, "Selector error: fields must be JSON array");
         return -1;
       }
     }
@@ -639,11 +639,11 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
       }
       fv->u.s = z;
     }
-    const char *reason = NULL;
-    int rc = mango_parse(&c->a, own, &c->sel, &reason);
-    if (rc) {
-      if (rc == DV_EINVAL) hres_errs(r, 400, "bad_request", reason ? reason : "Invalid selector");
-      else hres_err(r, rc);
+    const char *why = NULL;
+    int rc = mango_parse(&c->a, own, &c->sel, &why);
+    if (rc) { /* CouchDB's _changes answers a bad selector as bad_request */
+      if (rc == DV_ENOMEM) hres_err(r, rc);
+      else hres_errw(r, DV_EBAD_REQUEST, why);
       return -1;
     }
     c->fields = ownf;
@@ -658,30 +658,30 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
   if (!strcmp(fl, "_view")) {
     const char *view = hq_get(r, "view", NULL);
     if (!view || !*view) {
-      hres_errs(r, 400, "bad_request", "`view` filter parameter is not provided.");
+      hres_errw(r, DV_EBAD_REQUEST, "`view` filter parameter is not provided.");
       return -1;
     }
     int k = tokens2(view, p, n);
     if (k != 2) {
-      hres_errs(r, 400, "bad_request", "`view` must be of the form `designname/viewname`");
+      hres_errw(r, DV_EBAD_REQUEST, "`view` must be of the form `designname/viewname`");
       return -1;
     }
     if (ddoc_member(r, p[0], n[0], "views", p[1], n[1])) return -1;
-    hres_errs(r, 501, "not_implemented", "The _view filter needs JavaScript views, which are not implemented yet.");
+    hres_errw(r, DV_ENOTSUP, "The _view filter needs JavaScript views, which are not implemented yet.");
     return -1;
   }
   if (fl[0] == '_') {
-    hres_errs(r, 400, "bad_request", "unknown builtin filter name");
+    hres_errw(r, DV_EBAD_REQUEST, "unknown builtin filter name");
     return -1;
   }
   int k = tokens2(fl, p, n);
   if (k == 0) return 0;
   if (k != 2) {
-    hres_errs(r, 400, "bad_request", "`filter` must be of the form `designname/filtername`");
+    hres_errw(r, DV_EBAD_REQUEST, "`filter` must be of the form `designname/filtername`");
     return -1;
   }
   if (ddoc_member(r, p[0], n[0], "filters", p[1], n[1])) return -1;
-  hres_errs(r, 501, "not_implemented", "JavaScript filter functions are not implemented yet.");
+  hres_errw(r, DV_ENOTSUP, "JavaScript filter functions are not implemented yet.");
   return -1;
 }
 
@@ -705,11 +705,11 @@ void hapi_changes(hreq *r) {
     char *end;
     long long v = strtoll(hb, &end, 10);
     if (!*hb || *end || (hb[0] != '-' && (hb[0] < '0' || hb[0] > '9'))) {
-      hres_errs(r, 400, "bad_request", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).");
+      hres_errw(r, DV_EBAD_REQUEST, "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).");
       return;
     }
     if (v <= 0) {
-      hres_errs(r, 400, "bad_request", "The heartbeat value should be a positive integer (in milliseconds).");
+      hres_errw(r, DV_EBAD_REQUEST, "The heartbeat value should be a positive integer (in milliseconds).");
       return;
     }
     heartbeat = v;
@@ -719,14 +719,14 @@ void hapi_changes(hreq *r) {
     char *end;
     long long v = strtoll(si, &end, 10);
     if (!*si || *end || v <= 0 || (si[0] != '-' && (si[0] < '0' || si[0] > '9'))) {
-      hres_errs(r, 400, "bad_request", "invalid_seq_interval");
+      hres_errw(r, DV_EBAD_REQUEST, "invalid_seq_interval");
       return;
     }
     seq_interval = v;
   }
   const char *style = hq_get(r, "style", NULL);
   if (style && strcmp(style, "main_only") && strcmp(style, "all_docs")) {
-    hres_errf(r, 400, "query_parse_error", "Invalid value for style: \"%s\"", style);
+    hres_errwf(r, DV_EQUERY_PARSE, "Invalid value for style: \"%s\"", style);
     return;
   }
 
@@ -929,7 +929,7 @@ static int du_int(hreq *r, const char *name, int64_t *io) {
   char *end;
   long long x = strtoll(v, &end, 10);
   if (!*v || *end || x < 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9'))) {
-    hres_errs(r, 400, "bad_request", "invalid_integer");
+    hres_errw(r, DV_EBAD_REQUEST, "invalid_integer");
     return -1;
   }
   *io = x;

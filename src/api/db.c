@@ -19,7 +19,7 @@ static void db_create(hreq *r) {
   int partitioned = 0;
   if (hq_bool(r, "partitioned", &partitioned)) return;
   if (partitioned) {
-    hres_errs(r, 400, "bad_request", "Partitioned databases are not supported.");
+    hres_errw(r, DV_EBAD_REQUEST, "Partitioned databases are not supported.");
     return;
   }
   size_t n = strlen(r->app->db_name);
@@ -43,7 +43,7 @@ static void db_create(hreq *r) {
 
 static void db_delete(hreq *r) {
   if (hq_get(r, "rev", NULL)) {
-    hres_errs(r, 400, "bad_request",
+    hres_errw(r, DV_EBAD_REQUEST,
               "You tried to DELETE a database with a ?rev= parameter. Did you mean to DELETE a document instead?");
     return;
   }
@@ -101,7 +101,7 @@ void hapi_revs_limit(hreq *r) {
     json_val *v;
     if (api_db_admin(r) || hreq_json_body(r, 0, &v)) return;
     if (v->type != JSON_NUMBER || json_num_int64(v->u.s, v->len, &n) || n < 1) {
-      hres_errs(r, 400, "bad_request", "revs_limit must be a positive integer");
+      hres_errw(r, DV_EBAD_REQUEST, "revs_limit must be a positive integer");
       return;
     }
     rc = store_db_set_revs_limit(r->app->db, n);
@@ -135,7 +135,7 @@ void hapi_security(hreq *r) {
     json_val *sec;
     if (api_db_admin(r) || hreq_json_body(r, 1, &sec)) return;
     if (!sec_part_ok(json_obj_getz(sec, "admins")) || !sec_part_ok(json_obj_getz(sec, "members"))) {
-      hres_errs(r, 400, "bad_request", "names and roles must be arrays of strings");
+      hres_errw(r, DV_EBAD_REQUEST, "names and roles must be arrays of strings");
       return;
     }
     rc = store_db_set_security(r->app->db, sec);

@@ -147,11 +147,11 @@ static int pick_rev(hreq *r, const trev *body, const char *qs, size_t qn, trev *
   }
   if (body) {
     if (hq && !trev_eq(&q, body)) {
-      hres_errs(r, 400, "bad_request", "Document rev from request body and query string have different values");
+      hres_errw(r, DV_EBAD_REQUEST, "Document rev from request body and query string have different values");
       return -1;
     }
     if (hh && !trev_eq(&h, body)) {
-      hres_errs(r, 400, "bad_request", "Document rev and etag have different values");
+      hres_errw(r, DV_EBAD_REQUEST, "Document rev and etag have different values");
       return -1;
     }
     *out = *body;
@@ -159,7 +159,7 @@ static int pick_rev(hreq *r, const trev *body, const char *qs, size_t qn, trev *
     return 0;
   }
   if (hq && hh && !trev_eq(&q, &h)) {
-    hres_errs(r, 400, "bad_request", "Document rev and etag have different values");
+    hres_errw(r, DV_EBAD_REQUEST, "Document rev and etag have different values");
     return -1;
   }
   if (hq) *out = q;
@@ -186,7 +186,7 @@ static int local_rev(hreq *r, const trev *rev, int have, int64_t *out) {
 /* ---- document ids and bodies ----------------------------------------------- */
 
 static int doc_validation(hreq *r, const char *why) {
-  hres_errs(r, 400, "doc_validation", why);
+  hres_errw(r, DV_EDOC_FIELD, why);
   return -1;
 }
 
@@ -249,7 +249,7 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
     switch (store_doc_member(m->key, m->klen)) {
     case STORE_MEMBER_ID:
       if (m->val->type != JSON_STRING) {
-        hres_errs(r, 400, "illegal_docid", "Document id must be a string");
+        hres_errw(r, DV_EBAD_DOCID, "Document id must be a string");
         return -1;
       }
       if (hreq_docid_ok(r, m->val->u.s, m->val->len, 1)) return -1;
@@ -293,7 +293,7 @@ static void prefer_revisions(json_val *doc) {
 static int doc_body(hreq *r, json_val **out) {
   if (hreq_json_body(r, 0, out)) return -1;
   if ((*out)->type != JSON_OBJECT) {
-    hres_errs(r, 400, "bad_request", "Document must be a JSON object");
+    hres_errw(r, DV_EBAD_REQUEST, "Document must be a JSON object");
     return -1;
   }
   return 0;
@@ -305,10 +305,10 @@ static int doc_body(hreq *r, json_val **out) {
 static void write_err_why(hreq *r, int rc, const char *id, size_t n, const char *why) {
   if (rc == DV_EDOC_TOO_LARGE) {
     const char *s = arena_strndup(&r->a, id, n);
-    hres_errs(r, 413, "document_too_large", s ? s : "");
+    hres_errw(r, DV_EDOC_TOO_LARGE, s ? s : "");
     return;
   }
-  hatt_err(r, rc, why);
+  hres_errw(r, rc, why);
 }
 
 static void write_err(hreq *r, int rc, const char *id, size_t n) { write_err_why(r, rc, id, n, NULL); }
@@ -316,9 +316,7 @@ static void write_err(hreq *r, int rc, const char *id, size_t n) { write_err_why
 /* An error of a read: a document that is not there (or whose id the store
  * would never hold) is "missing", a deleted winner "deleted". */
 static void read_err(hreq *r, int rc) {
-  if (rc == DV_ENOT_FOUND || rc == DV_EBAD_DOCID) hres_errs(r, 404, "not_found", "missing");
-  else if (rc == DV_EDELETED) hres_errs(r, 404, "not_found", "deleted");
-  else hres_err(r, rc);
+  hres_err(r, rc == DV_EBAD_DOCID ? DV_ENOT_FOUND : rc); /* a bad id names no document */
 }
 
 /* ---- response headers ------------------------------------------------------ */
@@ -397,7 +395,7 @@ static int rev_list(hreq *r, const char *v, size_t n, json_val **out) {
   json_val *j;
   if (hreq_parse_json(r, v, n, &j)) return -1;
   if (j->type != JSON_ARRAY) {
-    hres_errs(r, 400, "bad_request", "Invalid list of revisions");
+    hres_errw(r, DV_EBAD_REQUEST, "Invalid list of revisions");
     return -1;
   }
   for (size_t i = 0; i < j->len; i++) {
@@ -596,12 +594,12 @@ again:;
   if (api_is_users_db(r) && !r->app->is_admin && !r->app->db_admin) {
     users_ctx u = {.name = r->app->user, .is_admin = 0};
     char *pub = config_get(api_config(r), "chttpd_auth", "public_fields");
-    users_err e = {0};
+    const char *why;
     json_val *out;
-    rc = users_check_read(&r->a, &u, r->app->docid, r->app->docid_len, doc, pub, &out, &e);
+    rc = users_check_read(&r->a, &u, r->app->docid, r->app->docid_len, doc, pub, &out, &why);
     dv_free(pub);
     if (rc) {
-      hres_errs(r, e.status ? e.status : 404, e.error ? e.error : "not_found", e.reason ? e.reason : "missing");
+      hres_errw(r, rc, why);
       return;
     }
     doc = out;
@@ -824,7 +822,7 @@ static int put_doc(putctx *c, json_val *doc, store_edit **out) {
     return -1;
   }
   if (!q->new_edits && !have) {
-    hres_errs(r, 400, "bad_request", "When `new_edits: false`, the document needs `_rev` or `_revisions` specified");
+    hres_errw(r, DV_EBAD_REQUEST, "When `new_edits: false`, the document needs `_rev` or `_revisions` specified");
     return -1;
   }
   if (have && !have_b) { /* the rev came from ?rev= or If-Match */
@@ -852,7 +850,7 @@ static int put_mp_json(void *arg, const char *json, size_t n, store_edit **out) 
   json_val *doc;
   if (hreq_parse_json(c->r, json, n, &doc)) return -1;
   if (doc->type != JSON_OBJECT) {
-    hres_errs(c->r, 400, "bad_request", "Document must be a JSON object");
+    hres_errw(c->r, DV_EBAD_REQUEST, "Document must be a JSON object");
     return -1;
   }
   return put_doc(c, doc, out);
@@ -923,7 +921,7 @@ static const hsink_ops MP_PUT_OPS = {mp_put_write, mp_put_finish, mp_put_done};
 
 void hapi_doc_mp_begin(hreq *r) {
   if (r->app->users_doc && !r->app->db_admin && hq_get(r, "open_revs", NULL)) { /* as hapi_doc */
-    hres_errs(r, 403, "forbidden", "Only admins may do this in the users database.");
+    hres_errw(r, DV_EFORBIDDEN, "Only admins may do this in the users database.");
     return;
   }
   mp_put *u = arena_calloc(&r->a, sizeof *u);
@@ -1000,11 +998,11 @@ static void doc_copy(hreq *r, int local) {
   if (pick_rev(r, NULL, qs, qn, &srev, &have_s)) return;
   const char *dest = hreq_hdr(r, "Destination");
   if (!dest) {
-    hres_errs(r, 400, "bad_request", "Destination header is mandatory for COPY.");
+    hres_errw(r, DV_EBAD_REQUEST, "Destination header is mandatory for COPY.");
     return;
   }
   if (!strncmp(dest, "http://", 7) || !strncmp(dest, "https://", 8)) {
-    hres_errs(r, 400, "bad_request", "Destination URL must be relative.");
+    hres_errw(r, DV_EBAD_REQUEST, "Destination URL must be relative.");
     return;
   }
   const char *qm = strchr(dest, '?');
@@ -1020,7 +1018,7 @@ static void doc_copy(hreq *r, int local) {
   size_t tn;
   char *tid = url_decode(&r->a, dest, dn, 1, &tn); /* mochiweb_util:unquote */
   if (!tid) {
-    hres_errs(r, 400, "bad_request", "Destination header is not a valid URL path.");
+    hres_errw(r, DV_EBAD_REQUEST, "Destination header is not a valid URL path.");
     return;
   }
   /* the source */
@@ -1098,7 +1096,7 @@ void hapi_doc(hreq *r) {
   int local = is_local(r->app->docid, r->app->docid_len);
   if (r->app->users_doc && !r->app->db_admin && (r->app->sub || local || hq_get(r, "open_revs", NULL))) {
     /* a _users document outside a member's rights: only its plain form */
-    hres_errs(r, 403, "forbidden", "Only admins may do this in the users database.");
+    hres_errw(r, DV_EFORBIDDEN, "Only admins may do this in the users database.");
     return;
   }
   if (r->app->sub) {

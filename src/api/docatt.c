@@ -385,11 +385,6 @@ const char *hatt_reason(hreq *r, int rc, const json_val *doc, const store_edit *
   return NULL;
 }
 
-void hatt_err(hreq *r, int rc, const char *why) {
-  int st = dv_err_http(rc);
-  hres_errs(r, st ? st : 500, dv_err_couch(rc), why ? why : dv_strerror(rc));
-}
-
 /* ---- multipart/related document bodies ------------------------------------- */
 
 enum { MP_STOP = 1 }; /* a callback's "stop": the error is in the state */
@@ -425,9 +420,9 @@ struct hatt_mp {
   store_att_upload *up;     /* … or streamed into an upload */
   int64_t stored;           /* stored bytes so far */
   /* the error */
-  int status;               /* 0: none yet; -1: fn wrote it */
-  const char *error;        /* CouchDB's error member */
+  int rc;                   /* 0: none yet; else its DV_E* code (util/err.h) */
   const char *reason;       /* and its reason (arena or static) */
+  int answered;             /* fn wrote the answer itself */
 };
 
 typedef struct hatt_mp mpr;
@@ -440,18 +435,18 @@ typedef struct hatt_mp mpr;
 static uint64_t add_sat(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 
 
-static int mp_fail(mpr *m, int status, const char *error, const char *reason) {
-  if (!m->status) {
-    m->status = status;
-    m->error = error;
+/* The first error stops the parse; mp_answer writes it with rc's row.
+ * reason NULL (a message that could not be built): "Invalid multipart
+ * body.". */
+static int mp_fail(mpr *m, int rc, const char *reason) {
+  if (!m->rc && !m->answered) {
+    m->rc = rc;
     m->reason = reason;
   }
   return MP_STOP;
 }
 
-static int mp_fail_rc(mpr *m, int rc) {
-  return mp_fail(m, dv_err_http(rc) ? dv_err_http(rc) : 500, dv_err_couch(rc), dv_strerror(rc));
-}
+static int mp_fail_rc(mpr *m, int rc) { return mp_fail(m, rc, dv_strerror(rc)); }
 
 static const char *att_fmt(mpr *m, const char *f) { return fmt(&m->w->r->a, f, m->cur->name, m->cur->name_len); }
 
@@ -461,15 +456,15 @@ static int mp_part_begin(void *arg) {
   if (m->parts == 1) return 0;
   size_t k = m->parts - 2;
   if (!m->e || k >= m->n_fol)
-    return mp_fail(m, 400, "bad_request", "The body has more parts than attachments marked \"follows\".");
+    return mp_fail(m, DV_EBAD_REQUEST, "The body has more parts than attachments marked \"follows\".");
   store_att *a = m->cur = &m->e->atts[m->fol[k]];
   hatt_w *w = m->w;
   m->gz_in = a->gzip;
   m->want = a->gzip ? a->enc_length : a->length;
   m->got = m->stored = 0;
   m->has_pmd5 = 0;
-  if (m->want < 0) return mp_fail(m, 400, "bad_request", att_fmt(m, "Attachment %s has no valid length."));
-  if (m->want > w->max_size) return mp_fail(m, 413, "attachment_too_large", att_fmt(m, "%s"));
+  if (m->want < 0) return mp_fail(m, DV_EBAD_REQUEST, att_fmt(m, "Attachment %s has no valid length."));
+  if (m->want > w->max_size) return mp_fail(m, DV_EATT_TOO_LARGE, att_fmt(m, "%s"));
   dv_md5_init(&m->md5);
   int rc = 0;
   if (m->gz_in) rc = dv_gz_open(0, 0, (uint64_t)(a->length > 0 ? a->length : 0) + 1, &m->check);
@@ -498,7 +493,7 @@ static int mp_header(void *arg, const char *name, size_t nl, const char *value, 
     uint8_t d[64];
     size_t dn = 0;
     if (vl > 64 || dv_b64_decode(value, vl, 0, d, &dn) || dn != 16)
-      return mp_fail(m, 400, "content_md5_mismatch", "Possible message corruption.");
+      return mp_fail(m, DV_ECONTENT_MD5, "Possible message corruption.");
     memcpy(m->pmd5, d, 16);
     m->has_pmd5 = 1;
   }
@@ -507,7 +502,7 @@ static int mp_header(void *arg, const char *name, size_t nl, const char *value, 
 
 static int mp_headers_end(void *arg) {
   mpr *m = arg;
-  if (m->parts == 1 && !m->json_ok) return mp_fail(m, 415, "bad_content_type", "Content-Type must be application/json");
+  if (m->parts == 1 && !m->json_ok) return mp_fail(m, DV_EBAD_CONTENT_TYPE, "Content-Type must be application/json");
   return 0;
 }
 
@@ -528,32 +523,32 @@ static int mp_discard(void *arg, const uint8_t *p, size_t n) {
 static int mp_data(void *arg, const uint8_t *p, size_t n) {
   mpr *m = arg;
   if (m->parts == 1) {
-    if (m->json.len + n > m->max_json) return mp_fail(m, 413, "too_large", "the request entity is too large");
+    if (m->json.len + n > m->max_json) return mp_fail(m, DV_EBODY_TOO_LARGE, "the request entity is too large");
     buf_append(&m->json, p, n);
     return buf_error(&m->json) ? mp_fail_rc(m, DV_ENOMEM) : 0;
   }
   m->got += (int64_t)n;
   if (m->got > m->want)
-    return mp_fail(m, 400, "bad_request", att_fmt(m, "The part of attachment %s is longer than its length."));
+    return mp_fail(m, DV_EBAD_REQUEST, att_fmt(m, "The part of attachment %s is longer than its length."));
   dv_md5_update(&m->md5, p, n);
   int rc = 0;
   if (m->check) {
     rc = dv_gz_write(m->check, p, n, 0, mp_discard, NULL);
-    if (rc) return mp_fail(m, 400, "bad_request", att_fmt(m, "Attachment %s is not valid gzip data."));
+    if (rc) return mp_fail(m, DV_EBAD_REQUEST, att_fmt(m, "Attachment %s is not valid gzip data."));
   }
   rc = m->enc ? dv_gz_write(m->enc, p, n, 0, mp_store, m) : mp_store(m, p, n);
   return rc ? mp_fail_rc(m, rc) : 0;
 }
 
 static int mp_doc_end(mpr *m) {
-  if (!m->json_ok) return mp_fail(m, 415, "bad_content_type", "Content-Type must be application/json");
+  if (!m->json_ok) return mp_fail(m, DV_EBAD_CONTENT_TYPE, "Content-Type must be application/json");
   /* the JSON values point into the part's bytes: they live as the edit does */
   const uint8_t *js;
   size_t jn;
   int rc = take_buf(m->w, &m->json, &js, &jn);
   if (rc) return mp_fail_rc(m, rc);
   if (m->fn(m->arg, (const char *)js, jn, &m->e)) {
-    m->status = -1;
+    m->answered = 1;
     return MP_STOP;
   }
   store_edit *e = m->e;
@@ -574,7 +569,7 @@ static int mp_part_end(void *arg) {
   if (m->parts == 1) return mp_doc_end(m);
   store_att *a = m->cur;
   if (m->got != m->want)
-    return mp_fail(m, 400, "bad_request", att_fmt(m, "The part of attachment %s is shorter than its length."));
+    return mp_fail(m, DV_EBAD_REQUEST, att_fmt(m, "The part of attachment %s is shorter than its length."));
   int rc;
   if (m->check) {
     rc = dv_gz_write(m->check, NULL, 0, 1, mp_discard, NULL);
@@ -582,7 +577,7 @@ static int mp_part_end(void *arg) {
     dv_gz_close(m->check);
     m->check = NULL;
     if (rc || idl != (uint64_t)a->length)
-      return mp_fail(m, 400, "bad_request", att_fmt(m, "Attachment %s is not gzip data of its length."));
+      return mp_fail(m, DV_EBAD_REQUEST, att_fmt(m, "Attachment %s is not gzip data of its length."));
   }
   if (m->enc) {
     rc = dv_gz_write(m->enc, NULL, 0, 1, mp_store, m);
@@ -594,7 +589,7 @@ static int mp_part_end(void *arg) {
   uint8_t md5[16];
   dv_md5_final(&m->md5, md5);
   if ((a->has_md5 && memcmp(md5, a->md5, 16)) || (m->has_pmd5 && memcmp(md5, m->pmd5, 16)))
-    return mp_fail(m, 400, "content_md5_mismatch", "Possible message corruption.");
+    return mp_fail(m, DV_ECONTENT_MD5, "Possible message corruption.");
   a->has_md5 = 0; /* checked against the bytes sent; the store digests what it keeps */
   if (!m->gz_in) a->length = m->got;
   a->enc_length = m->stored;
@@ -620,18 +615,18 @@ static int mp_part_end(void *arg) {
 static void mp_answer(mpr *m, int rc) {
   hreq *r = m->w->r;
   m->failed = 1;
-  if (m->status == -1) return; /* fn answered */
-  if (m->status) hres_errs(r, m->status, m->error, m->reason ? m->reason : "Invalid multipart body.");
-  else if (rc == DV_EVALUE_TOO_LARGE) hres_errs(r, 413, "too_large", "A part's headers are too large.");
+  if (m->answered) return; /* fn answered */
+  if (m->rc) hres_errw(r, m->rc, m->reason ? m->reason : "Invalid multipart body.");
+  else if (rc == DV_EVALUE_TOO_LARGE) hres_errw(r, DV_EBODY_TOO_LARGE, "A part's headers are too large.");
   else if (rc == DV_ENOMEM) hres_err(r, rc);
-  else hres_errs(r, 400, "bad_request", "Malformed or truncated multipart/related body.");
+  else hres_errw(r, DV_EBAD_REQUEST, "Malformed or truncated multipart/related body.");
 }
 
 int hatt_mp_begin(hatt_w *w, const char *ctype, size_t max_json, hatt_doc_fn fn, void *arg, hatt_mp **out) {
   hreq *r = w->r;
   char bnd[MP_MAX_BOUNDARY + 1];
   if (mp_boundary(ctype, bnd, sizeof bnd)) {
-    hres_errs(r, 400, "bad_request", "Content-Type multipart/related needs a valid boundary parameter.");
+    hres_errw(r, DV_EBAD_REQUEST, "Content-Type multipart/related needs a valid boundary parameter.");
     return -1;
   }
   mpr *m = dv_calloc(1, sizeof *m);
@@ -663,7 +658,7 @@ int hatt_mp_feed(hatt_mp *m, const uint8_t *p, size_t n) {
   m->total = add_sat(m->total, n);
   /* checked after the piece: the JSON part's end, inside it, raises the
    * limit by the lengths it declares */
-  if (!rc && m->total > m->limit) rc = mp_fail(m, 413, "too_large", "the request entity is too large");
+  if (!rc && m->total > m->limit) rc = mp_fail(m, DV_EBODY_TOO_LARGE, "the request entity is too large");
   if (rc) {
     mp_answer(m, rc);
     return -1;
@@ -681,11 +676,11 @@ int hatt_mp_end(hatt_mp *m, store_edit **out) {
   }
   m->failed = 1; /* whatever follows, the parse is over */
   if (!m->e) {
-    hres_errs(r, 400, "bad_request", "The multipart/related body has no document part.");
+    hres_errw(r, DV_EBAD_REQUEST, "The multipart/related body has no document part.");
     return -1;
   }
   if (m->parts - 1 != m->n_fol) {
-    hres_errs(r, 400, "bad_request", "The body has fewer parts than attachments marked \"follows\".");
+    hres_errw(r, DV_EBAD_REQUEST, "The body has fewer parts than attachments marked \"follows\".");
     return -1;
   }
   *out = m->e;

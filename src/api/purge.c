@@ -59,7 +59,7 @@ static int parse_body(hreq *r, const json_val *body, pdoc **out) {
     d->id = m->key;
     d->id_len = m->klen;
     if (m->val->type != JSON_ARRAY) {
-      hres_errs(r, 400, "bad_request", "Invalid list of revisions");
+      hres_errw(r, DV_EBAD_REQUEST, "Invalid list of revisions");
       return -1;
     }
     size_t n = m->val->len;
@@ -69,7 +69,7 @@ static int parse_body(hreq *r, const json_val *body, pdoc **out) {
     for (size_t k = 0; k < n; k++) {
       const json_val *v = m->val->u.items[k];
       if (v->type != JSON_STRING || !couch_rev_ok(v->u.s, v->len)) {
-        hres_errs(r, 400, "bad_request", "Invalid rev format");
+        hres_errw(r, DV_EBAD_REQUEST, "Invalid rev format");
         return -1;
       }
       int rc = store_rev_parse(v->u.s, v->len, &r->a, &d->revs[d->n]);
@@ -78,11 +78,11 @@ static int parse_body(hreq *r, const json_val *body, pdoc **out) {
     }
   }
   if (body->len > PURGE_MAX_DOCS) {
-    hres_errs(r, 400, "bad_request", "Exceeded maximum number of documents.");
+    hres_errw(r, DV_EBAD_REQUEST, "Exceeded maximum number of documents.");
     return -1;
   }
   if (total > PURGE_MAX_REVS) {
-    hres_errs(r, 400, "bad_request", "Exceeded maximum number of revisions.");
+    hres_errw(r, DV_EBAD_REQUEST, "Exceeded maximum number of revisions.");
     return -1;
   }
   *out = docs;
@@ -138,7 +138,7 @@ void hapi_purged_infos_limit(hreq *r) {
     json_val *v;
     if (hreq_json_body(r, 0, &v)) return;
     if (v->type != JSON_NUMBER || json_num_int64(v->u.s, v->len, &n) || n < 1) {
-      hres_errs(r, 400, "bad_request", "`purge_infos_limit` must be positive integer");
+      hres_errw(r, DV_EBAD_REQUEST, "`purge_infos_limit` must be positive integer");
       return;
     }
   }

@@ -21,7 +21,7 @@
 static int mgr_or_fail(hreq *r, repl_mgr **m) {
   *m = api_srv_of(r)->repl;
   if (*m) return 0;
-  hres_errs(r, 500, "internal_server_error", "The replicator is not running.");
+  hres_errw(r, DV_EINTERNAL, "The replicator is not running.");
   return -1;
 }
 
@@ -33,8 +33,7 @@ static void replicate_done(void *arg, repl_result *res) {
     hres_jw(r, 200, &w);
     json_w_raw(&w, (char *)res->body.p, res->body.len);
   } else {
-    hres_errs(r, res->status ? res->status : 500, res->error[0] ? res->error : "replication_failed",
-              res->reason ? res->reason : "");
+    hres_errw(r, res->rc, res->reason ? res->reason : "");
   }
   hdefer_done(r);
 }
@@ -46,7 +45,7 @@ void hapi_replicate(hreq *r) {
   repl_spec s;
   const char *reason;
   if (repl_spec_parse(&r->a, body, &s, &reason)) {
-    hres_errs(r, 400, "bad_request", reason);
+    hres_errw(r, DV_EBAD_REQUEST, reason);
     return;
   }
   /* The replication acts as the requester on local databases. */
@@ -67,7 +66,7 @@ void hapi_replicate(hreq *r) {
   if (s.cancel) {
     int rc = repl_submit(m, &s, NULL, NULL, id);
     if (rc == DV_ENOT_FOUND) {
-      hres_errs(r, 404, "not_found", "Replication not found.");
+      hres_errw(r, DV_ENOT_FOUND, "Replication not found.");
       return;
     }
     if (rc) {
@@ -113,7 +112,7 @@ static char *join(hreq *r, int i, int k) {
 }
 
 static void answer(hreq *r, int rc, dv_buf *b, const char *what) {
-  if (rc == DV_ENOT_FOUND) hres_errs(r, 404, "not_found", what);
+  if (rc == DV_ENOT_FOUND) hres_errw(r, DV_ENOT_FOUND, what);
   else if (rc) hres_err(r, rc);
   else {
     json_w w;
@@ -142,7 +141,7 @@ void hapi_scheduler(hreq *r) {
       db = join(r, 2, k);
       while (db && !repl_is_replicator_db(db, strlen(db)) && k < r->nseg) db = join(r, 2, ++k);
       if (!db || !repl_is_replicator_db(db, strlen(db))) {
-        hres_errs(r, 400, "bad_request", "Not a replicator database: its name must end in _replicator.");
+        hres_errw(r, DV_EBAD_REQUEST, "Not a replicator database: its name must end in _replicator.");
         return;
       }
       if (k < r->nseg) docid = join(r, k, r->nseg);
@@ -150,7 +149,7 @@ void hapi_scheduler(hreq *r) {
     answer(r, repl_docs_json(m, db, docid, skip, limit, &b), &b, "unknown replication document");
     return;
   }
-  hres_errs(r, 404, "not_found", "Unknown scheduler endpoint: use /_scheduler/jobs or /_scheduler/docs.");
+  hres_errw(r, DV_ENOT_FOUND, "Unknown scheduler endpoint: use /_scheduler/jobs or /_scheduler/docs.");
 }
 
 void hapi_repl_tasks(hreq *r) {

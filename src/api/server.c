@@ -63,7 +63,7 @@ static int str_param(hreq *r, const char *name, const char **out, size_t *out_le
   if (hq_json(r, name, &v)) return -1;
   if (!v) return 0;
   if (v->type != JSON_STRING) {
-    hres_errf(r, 400, "query_parse_error", "Invalid value for %s: must be a JSON string", name);
+    hres_errwf(r, DV_EQUERY_PARSE, "Invalid value for %s: must be a JSON string", name);
     return -1;
   }
   *out = v->u.s;
@@ -149,7 +149,8 @@ void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t pur
   json_w_obj_end(w);
 }
 
-/* One /_dbs_info entry: {"key", "info"} or {"key", "error":"not_found"}. */
+/* One /_dbs_info entry: {"key", "info"} or {"key", "error":"not_found"}
+ * (DV_ENO_DB's error name). */
 static int dbs_info_row(hreq *r, json_w *w, const char *name, size_t len) {
   char *z = arena_strndup(&r->a, name, len);
   if (!z) return DV_ENOMEM;
@@ -167,7 +168,7 @@ static int dbs_info_row(hreq *r, json_w *w, const char *name, size_t len) {
     hapi__db_info(w, db, &in, pseq);
   } else if (rc == DV_ENO_DB) {
     json_w_keyz(w, "error");
-    json_w_strz(w, "not_found");
+    json_w_strz(w, dv_err_couch(rc));
     rc = 0;
   }
   json_w_obj_end(w);
@@ -209,18 +210,18 @@ void hapi_dbs_info(hreq *r) {
     if (hreq_need_json(r) || hreq_json_body(r, 1, &body)) return;
     keys = json_obj_getz(body, "keys");
     if (!keys || keys->type != JSON_ARRAY) {
-      hres_errs(r, 400, "bad_request", "`keys` member must exist.");
+      hres_errw(r, DV_EBAD_REQUEST, "`keys` member must exist.");
       return;
     }
     if (keys->len > MAX_DBS_INFO) {
-      hres_errf(r, 400, "bad_request", "`keys` member must be an array of at most %d database names.",
+      hres_errwf(r, DV_EBAD_REQUEST, "`keys` member must be an array of at most %d database names.",
                 MAX_DBS_INFO);
       return;
     }
     for (size_t i = 0; i < keys->len && !rc; i++) {
       json_val *k = keys->u.items[i];
       if (k->type != JSON_STRING) {
-        hres_errs(r, 400, "bad_request", "`keys` member must be an array of strings.");
+        hres_errw(r, DV_EBAD_REQUEST, "`keys` member must be an array of strings.");
         return;
       }
       rc = collect_name(&nm, k->u.s, k->len);
@@ -248,7 +249,7 @@ void hapi_uuids(hreq *r) {
   int64_t count = 1;
   if (hq_int(r, "count", 0, &count)) return;
   if (count > MAX_UUIDS) {
-    hres_errs(r, 400, "bad_request", "count parameter too large");
+    hres_errw(r, DV_EBAD_REQUEST, "count parameter too large");
     return;
   }
   json_w w;
@@ -351,7 +352,7 @@ static void config_write(hreq *r) {
   }
   const char *section = r->seg[3], *key = r->seg[4];
   if (strlen(section) != r->seg_len[3] || strlen(key) != r->seg_len[4] || !*key) {
-    hres_errs(r, 400, "bad_request", "Invalid section or key.");
+    hres_errw(r, DV_EBAD_REQUEST, "Invalid section or key.");
     return;
   }
   char *old = NULL;
@@ -359,14 +360,14 @@ static void config_write(hreq *r) {
   if (r->method == HM_DELETE) {
     rc = config_delete(cfg, section, key, 1, &old);
     if (rc == DV_ENOT_FOUND) {
-      hres_errs(r, 404, "not_found", "unknown_config_value");
+      hres_errw(r, DV_ENOT_FOUND, "unknown_config_value");
       return;
     }
   } else {
     json_val *v;
     if (hreq_json_body(r, 0, &v)) return;
     if (v->type != JSON_STRING || memchr(v->u.s, 0, v->len)) {
-      hres_errs(r, 400, "bad_request", "request body must be a JSON string");
+      hres_errw(r, DV_EBAD_REQUEST, "request body must be a JSON string");
       return;
     }
     const char *val = arena_strndup(&r->a, v->u.s, v->len);
@@ -384,7 +385,7 @@ static void config_write(hreq *r) {
   }
   if (rc) {
     dv_free(old);
-    if (rc == DV_EINVAL) hres_errs(r, 400, "bad_request", "The value cannot be written to the configuration file.");
+    if (rc == DV_EINVAL) hres_errw(r, DV_EBAD_REQUEST, "The value cannot be written to the configuration file.");
     else hres_err(r, rc);
     return;
   }
@@ -398,7 +399,7 @@ static void config_write(hreq *r) {
 void hapi_node(hreq *r) {
   /* /_node/{name}[/_config[/section[/key]]] — name is _local or ours */
   if (r->nseg < 2 || (strcmp(r->seg[1], "_local") && strcmp(r->seg[1], NODE_NAME))) {
-    hres_errs(r, 404, "not_found", "missing");
+    hres_err(r, DV_ENOT_FOUND);
     return;
   }
   if (r->nseg >= 3 && !strcmp(r->seg[2], "_config") && (r->method == HM_PUT || r->method == HM_DELETE)) {
@@ -416,7 +417,7 @@ void hapi_node(hreq *r) {
     return;
   }
   if (strcmp(r->seg[2], "_config") || r->nseg > 5) {
-    hres_errs(r, 404, "not_found", "missing");
+    hres_err(r, DV_ENOT_FOUND);
     return;
   }
   json_val *c = config_all(r);
@@ -430,7 +431,7 @@ void hapi_node(hreq *r) {
     if (r->nseg == 5) {
       c = json_obj_get(c, r->seg[4], r->seg_len[4]);
       if (!c) {
-        hres_errs(r, 404, "not_found", "unknown_config_value");
+        hres_errw(r, DV_ENOT_FOUND, "unknown_config_value");
         return;
       }
     }

@@ -859,7 +859,8 @@ void auth_wctx(const auth_user *u, int db_admin, const json_val *sec, dv_arena *
 
 /* The users database's validator (store/hooks.h): users.c's rules, in the
  * edit's transaction, on the old document the store reads for it. ctx is
- * the server's configuration. */
+ * the server's configuration. users_validate's refusals are the codes the
+ * store takes from a validator, with their reasons: nothing to map. */
 static int users_vdu(void *ctx, const json_val *nd, store_old *old, const store_user *su, const json_val *sec,
                      dv_arena *a, const char **why) {
   (void)sec;
@@ -873,17 +874,9 @@ static int users_vdu(void *ctx, const json_val *nd, store_old *old, const store_
   if (del && del->type == JSON_BOOL && del->b) od = NULL; /* a deleted document is no old document */
   users_ctx u = {.name = su->name, .is_admin = su->is_admin || su->is_db_admin};
   char *prf = config_get(c, "chttpd_auth", "pbkdf2_prf");
-  users_err e;
-  rc = users_validate(a, &u, id->u.s, id->len, nd, od, prf && *prf ? prf : "sha256", auth_iterations(c), &e);
+  rc = users_validate(a, &u, id->u.s, id->len, nd, od, prf && *prf ? prf : "sha256", auth_iterations(c), why);
   dv_free(prf);
-  if (rc != USERS_REFUSED) return rc;
-  *why = e.reason;
-  switch (e.status) {
-  case 401: return DV_EUNAUTHORIZED;
-  case 403: return DV_EFORBIDDEN;
-  case 404: return DV_ENOT_FOUND;
-  default: return e.error && !strcmp(e.error, "TypeError") ? DV_EVDU_TYPEERROR : DV_EVDU_UNKNOWN;
-  }
+  return rc;
 }
 
 /* The hooks provider: the users database gets users_vdu. */

@@ -62,23 +62,25 @@
 
 /* ---- answers ---------------------------------------------------------------- */
 
-static int refuse(users_err *e, int status, const char *error, const char *reason) {
-  e->status = status;
-  e->error = error;
-  e->reason = reason;
-  return USERS_REFUSED;
+/* Every answer is a code of util/err.h with *why its reason: the code's
+ * row gives the status and CouchDB's error name. */
+static int refuse(const char **why, int rc, const char *reason) {
+  *why = reason;
+  return rc;
 }
 
-static int forbid(users_err *e, const char *reason) { return refuse(e, 403, "forbidden", reason); }
+static int forbid(const char **why, const char *reason) { return refuse(why, DV_EFORBIDDEN, reason); }
 
 /* The _auth function crashed: CouchDB answers 500 with the JS error's name. */
-static int crash(users_err *e, const char *msg) { return refuse(e, 500, "TypeError", msg); }
+static int crash(const char **why, const char *msg) { return refuse(why, DV_EVDU_TYPEERROR, msg); }
 
-static int fail(users_err *e, int rc) {
-  e->status = dv_err_http(rc);
-  e->error = dv_err_couch(rc);
-  e->reason = dv_strerror(rc);
-  return rc;
+/* The server failed (not the client's doing): the code's own reason. */
+static int fail(const char **why, int rc) { return refuse(why, rc, dv_strerror(rc)); }
+
+/* 1 for a refusal of the request, 0 for a failure of the server. */
+static int refused(int rc) {
+  return rc == DV_EFORBIDDEN || rc == DV_EUNAUTHORIZED || rc == DV_ENOT_FOUND || rc == DV_EVDU_TYPEERROR ||
+         rc == DV_EVDU_UNKNOWN;
 }
 
 /* A buffer's text copied into the arena; NULL on ENOMEM. */
@@ -414,15 +416,15 @@ static int erl_p(dv_buf *b, const json_val *v) {
 }
 
 /* 403 "<what> value of '<~p of v>' is invalid." */
-static int invalid_value(dv_arena *a, users_err *e, const char *what, const json_val *v) {
+static int invalid_value(dv_arena *a, const char **why, const char *what, const json_val *v) {
   dv_buf b = DV_BUF_INIT;
   buf_printf(&b, "%s value of '", what);
   int rc = erl_p(&b, v);
   buf_puts(&b, "' is invalid.");
   const char *msg = rc ? NULL : buf_to_arena(a, &b);
   buf_free(&b);
-  if (!msg) return fail(e, rc ? rc : DV_ENOMEM);
-  return forbid(e, msg);
+  if (!msg) return fail(why, rc ? rc : DV_ENOMEM);
+  return forbid(why, msg);
 }
 
 /* ---- the _design/_auth validate_doc_update ---------------------------------- */
@@ -460,30 +462,30 @@ static int same_roles(dv_arena *a, const json_val *old_roles, const json_val *ne
  * step; nd is the document as CouchDB hands it over (after before_doc_update
  * rewrote the password), id its _id. */
 static int auth_validate(dv_arena *a, const users_ctx *u, const char *id, size_t id_len,
-                         const json_val *nd, const json_val *od, users_err *e) {
+                         const json_val *nd, const json_val *od, const char **why) {
   int rc, t;
   if (is_true(json_obj_getz(nd, "_deleted"))) {
     /* allow deletes by admins and matching users without checking the rest */
     if (u->is_admin) return 0;
-    if (!od) return crash(e, "can't access property \"name\", oldDoc is null");
-    if ((rc = js_loose_eq_name(u->name, json_obj_getz(od, "name"), &t))) return fail(e, rc);
+    if (!od) return crash(why, "can't access property \"name\", oldDoc is null");
+    if ((rc = js_loose_eq_name(u->name, json_obj_getz(od, "name"), &t))) return fail(why, rc);
     if (t) return 0;
-    return forbid(e, "Only admins may delete other user docs.");
+    return forbid(why, "Only admins may delete other user docs.");
   }
 
-  if (!str_is(json_obj_getz(nd, "type"), "user")) return forbid(e, "doc.type must be user");
+  if (!str_is(json_obj_getz(nd, "type"), "user")) return forbid(why, "doc.type must be user");
 
   const json_val *name = json_obj_getz(nd, "name");
-  if ((rc = js_truthy(name, &t))) return fail(e, rc);
-  if (!t) return forbid(e, "doc.name is required");
+  if ((rc = js_truthy(name, &t))) return fail(why, rc);
+  if (!t) return forbid(why, "doc.name is required");
 
   const json_val *roles = json_obj_getz(nd, "roles");
-  if ((rc = js_truthy(roles, &t))) return fail(e, rc);
-  if (!t) return forbid(e, "doc.roles must exist");
-  if (roles->type != JSON_ARRAY) return forbid(e, "doc.roles must be an array");
+  if ((rc = js_truthy(roles, &t))) return fail(why, rc);
+  if (!t) return forbid(why, "doc.roles must exist");
+  if (roles->type != JSON_ARRAY) return forbid(why, "doc.roles must be an array");
   for (size_t i = 0; i < roles->len; i++)
     if (roles->u.items[i]->type != JSON_STRING)
-      return forbid(e, "doc.roles can only contain strings");
+      return forbid(why, "doc.roles can only contain strings");
 
   {
     dv_buf b = DV_BUF_INIT;
@@ -492,26 +494,26 @@ static int auth_validate(dv_arena *a, const users_ctx *u, const char *id, size_t
     if (!rc) rc = buf_error(&b);
     t = !rc && b.len == id_len && !memcmp(b.p, id, id_len);
     buf_free(&b);
-    if (rc) return fail(e, rc);
-    if (!t) return forbid(e, "Doc ID must be of the form org.couchdb.user:name");
+    if (rc) return fail(why, rc);
+    if (!t) return forbid(why, "Doc ID must be of the form org.couchdb.user:name");
   }
 
   if (od) { /* validate all updates */
-    if ((rc = js_strict_eq(json_obj_getz(od, "name"), name, &t))) return fail(e, rc);
-    if (!t) return forbid(e, "Usernames can not be changed.");
+    if ((rc = js_strict_eq(json_obj_getz(od, "name"), name, &t))) return fail(why, rc);
+    if (!t) return forbid(why, "Usernames can not be changed.");
   }
 
   const json_val *sha = json_obj_getz(nd, "password_sha");
-  if ((rc = js_truthy(sha, &t))) return fail(e, rc);
+  if ((rc = js_truthy(sha, &t))) return fail(why, rc);
   if (t) {
-    if ((rc = js_truthy(json_obj_getz(nd, "salt"), &t))) return fail(e, rc);
+    if ((rc = js_truthy(json_obj_getz(nd, "salt"), &t))) return fail(why, rc);
     if (!t)
-      return forbid(e, "Users with password_sha must have a salt."
-                       "See /_utils/script/couch.js for example code.");
+      return forbid(why, "Users with password_sha must have a salt."
+                         "See /_utils/script/couch.js for example code.");
   }
 
   const json_val *scheme = json_obj_getz(nd, "password_scheme");
-  if ((rc = js_truthy(scheme, &t))) return fail(e, rc);
+  if ((rc = js_truthy(scheme, &t))) return fail(why, rc);
   if (t && !str_is(scheme, "simple") && !str_is(scheme, "pbkdf2") && !str_is(scheme, "bcrypt")) {
     dv_buf b = DV_BUF_INIT;
     buf_puts(&b, "Password scheme `");
@@ -519,30 +521,30 @@ static int auth_validate(dv_arena *a, const users_ctx *u, const char *id, size_t
     buf_puts(&b, "` not supported.");
     const char *msg = rc ? NULL : buf_to_arena(a, &b);
     buf_free(&b);
-    if (!msg) return fail(e, rc ? rc : DV_ENOMEM);
-    return forbid(e, msg);
+    if (!msg) return fail(why, rc ? rc : DV_ENOMEM);
+    return forbid(why, msg);
   }
   if (str_is(scheme, "pbkdf2")) {
     const json_val *it = json_obj_getz(nd, "iterations"), *dk = json_obj_getz(nd, "derived_key");
-    if (!it || it->type != JSON_NUMBER) return forbid(e, "iterations must be a number.");
-    if (!dk || dk->type != JSON_STRING) return forbid(e, "derived_key must be a string.");
+    if (!it || it->type != JSON_NUMBER) return forbid(why, "iterations must be a number.");
+    if (!dk || dk->type != JSON_STRING) return forbid(why, "derived_key must be a string.");
   }
 
   if (!u->is_admin) { /* is_server_or_database_admin: the caller folded secObj into is_admin */
     if (od) { /* validate non-admin updates */
       if (!(name->type == JSON_STRING && name_is(u->name, name->u.s, name->len)))
-        return forbid(e, "You may only update your own user document.");
+        return forbid(why, "You may only update your own user document.");
       /* validate role updates: (oldDoc.roles || []).sort() vs newDoc.roles.sort() */
       static const json_val none = {.type = JSON_ARRAY};
       const json_val *old_roles = json_obj_getz(od, "roles");
-      if ((rc = js_truthy(old_roles, &t))) return fail(e, rc);
+      if ((rc = js_truthy(old_roles, &t))) return fail(why, rc);
       if (!t) old_roles = &none;
       if (old_roles->type != JSON_ARRAY)
-        return crash(e, "(oldDoc.roles || []).sort is not a function");
-      if ((rc = same_roles(a, old_roles, roles, &t))) return fail(e, rc);
-      if (!t) return forbid(e, "Only _admin may edit roles");
+        return crash(why, "(oldDoc.roles || []).sort is not a function");
+      if ((rc = same_roles(a, old_roles, roles, &t))) return fail(why, rc);
+      if (!t) return forbid(why, "Only _admin may edit roles");
     } else if (roles->len > 0) {
-      return forbid(e, "Only _admin may set roles");
+      return forbid(why, "Only _admin may set roles");
     }
   }
 
@@ -550,7 +552,7 @@ static int auth_validate(dv_arena *a, const users_ctx *u, const char *id, size_t
   for (size_t i = 0; i < roles->len; i++) {
     const json_val *r = roles->u.items[i];
     if (!str_is(r, "_metrics") && r->len > 0 && r->u.s[0] == '_')
-      return forbid(e, "No system roles (starting with underscore) in users db.");
+      return forbid(why, "No system roles (starting with underscore) in users db.");
   }
 
   /* no system names as names: newDoc.name[0] === '_' */
@@ -558,17 +560,17 @@ static int auth_validate(dv_arena *a, const users_ctx *u, const char *id, size_t
                           : name->type == JSON_ARRAY ? json_arr_get(name, 0)
                           : json_obj_getz(name, "0");
   if (name->type == JSON_STRING ? name->u.s[0] == '_' : str_is(first, "_"))
-    return forbid(e, "Username may not start with underscore.");
+    return forbid(why, "Username may not start with underscore.");
 
   /* newDoc.name.indexOf(':') >= 0 */
 #define COLON "Character `:` is not allowed in usernames."
   if (name->type == JSON_STRING) {
-    if (memchr(name->u.s, ':', name->len)) return forbid(e, COLON);
+    if (memchr(name->u.s, ':', name->len)) return forbid(why, COLON);
   } else if (name->type == JSON_ARRAY) {
     for (size_t i = 0; i < name->len; i++)
-      if (str_is(name->u.items[i], ":")) return forbid(e, COLON);
+      if (str_is(name->u.items[i], ":")) return forbid(why, COLON);
   } else {
-    return crash(e, "newDoc.name.indexOf is not a function");
+    return crash(why, "newDoc.name.indexOf is not a function");
   }
 #undef COLON
   return 0;
@@ -649,10 +651,10 @@ enum { CW_ALL, CW_CHECK, CW_PREPARE };
 
 static int check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
                        const json_val *old, const char *prf_name, long iterations, int mode, json_val **out,
-                       users_err *e) {
+                       const char **why) {
   int rc;
-  *e = (users_err){0};
-  if (!doc || doc->type != JSON_OBJECT) return fail(e, DV_EINVAL);
+  *why = NULL;
+  if (!doc || doc->type != JSON_OBJECT) return fail(why, DV_EINVAL);
   if (has_prefix(id, id_len, "_local/")) { /* neither hook runs for _local docs */
     *out = (json_val *)doc;
     return 0;
@@ -662,7 +664,7 @@ static int check_write(dv_arena *a, const users_ctx *u, const char *id, size_t i
   size_t nlen = 0;
   const char *dname = users_name_of(id, id_len, &nlen);
   if (!u->is_admin && u->name && !(dname && name_is(u->name, dname, nlen)))
-    return mode == CW_PREPARE ? (*out = (json_val *)doc, 0) : refuse(e, 404, "not_found", "missing");
+    return mode == CW_PREPARE ? (*out = (json_val *)doc, 0) : refuse(why, DV_ENOT_FOUND, "missing");
 
   /* save_doc: a "password" that is not null becomes pbkdf2 credentials */
   const json_val *pw = json_obj_getz(doc, "password"), *salt = NULL;
@@ -672,17 +674,17 @@ static int check_write(dv_arena *a, const users_ctx *u, const char *id, size_t i
     if (!prf_name) prf_name = "sha256";
     prf = cr_prf_by_name(prf_name);
     if (prf < 0 || !cr_iterations_valid(iterations))
-      return forbid(e, "Server cannot hash passwords at this time.");
+      return forbid(why, "Server cannot hash passwords at this time.");
     if (is_true(json_obj_getz(doc, "preserve_salt"))) salt = json_obj_getz(doc, "salt");
     int salt_ok = !salt || salt->type == JSON_STRING;
-    if (pw->type != JSON_STRING && salt_ok) return invalid_value(a, e, "Password", pw);
-    if (pw->type == JSON_STRING && !salt_ok) return invalid_value(a, e, "Salt", salt);
-    if (pw->type != JSON_STRING) return refuse(e, 500, "unknown_error", "function_clause");
+    if (pw->type != JSON_STRING && salt_ok) return invalid_value(a, why, "Password", pw);
+    if (pw->type == JSON_STRING && !salt_ok) return invalid_value(a, why, "Salt", salt);
+    if (pw->type != JSON_STRING) return refuse(why, DV_EVDU_UNKNOWN, "function_clause");
     creds = credentials_doc(a, doc, prf_name, iterations, salt);
-    if (!creds) return fail(e, DV_ENOMEM);
+    if (!creds) return fail(why, DV_ENOMEM);
   }
   if (mode == CW_PREPARE) { /* the rules run later, on the rewritten document */
-    if (creds && (rc = fill_credentials(a, creds, pw, salt, prf, iterations))) return fail(e, rc);
+    if (creds && (rc = fill_credentials(a, creds, pw, salt, prf, iterations))) return fail(why, rc);
     *out = creds ? creds : (json_val *)doc;
     return 0;
   }
@@ -690,33 +692,35 @@ static int check_write(dv_arena *a, const users_ctx *u, const char *id, size_t i
   /* validate_doc_update */
   if (has_prefix(id, id_len, "_design/")) {
     if (!u->is_admin)
-      return u->name ? forbid(e, "You are not a db or server admin.")
-                     : refuse(e, 401, "unauthorized", "You are not a db or server admin.");
-  } else if ((rc = auth_validate(a, u, id, id_len, creds ? creds : doc, old, e))) {
+      return u->name ? forbid(why, "You are not a db or server admin.")
+                     : refuse(why, DV_EUNAUTHORIZED, "You are not a db or server admin.");
+  } else if ((rc = auth_validate(a, u, id, id_len, creds ? creds : doc, old, why))) {
     return rc;
   }
 
-  if (creds && mode == CW_ALL && (rc = fill_credentials(a, creds, pw, salt, prf, iterations))) return fail(e, rc);
+  if (creds && mode == CW_ALL && (rc = fill_credentials(a, creds, pw, salt, prf, iterations)))
+    return fail(why, rc);
   *out = creds && mode == CW_ALL ? creds : (json_val *)doc;
   return 0;
 }
 
 int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
-                      const json_val *old, const char *prf_name, long iterations, json_val **out, users_err *e) {
-  return check_write(a, u, id, id_len, doc, old, prf_name, iterations, CW_ALL, out, e);
+                      const json_val *old, const char *prf_name, long iterations, json_val **out,
+                      const char **why) {
+  return check_write(a, u, id, id_len, doc, old, prf_name, iterations, CW_ALL, out, why);
 }
 
 int users_validate(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
-                   const json_val *old, const char *prf_name, long iterations, users_err *e) {
+                   const json_val *old, const char *prf_name, long iterations, const char **why) {
   json_val *out;
-  return check_write(a, u, id, id_len, doc, old, prf_name, iterations, CW_CHECK, &out, e);
+  return check_write(a, u, id, id_len, doc, old, prf_name, iterations, CW_CHECK, &out, why);
 }
 
 int users_before_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
                        const char *prf_name, long iterations, json_val **out) {
-  users_err e;
-  int rc = check_write(a, u, id, id_len, doc, NULL, prf_name, iterations, CW_PREPARE, out, &e);
-  if (rc == USERS_REFUSED) { /* the validator answers, in the store's edit */
+  const char *why;
+  int rc = check_write(a, u, id, id_len, doc, NULL, prf_name, iterations, CW_PREPARE, out, &why);
+  if (refused(rc)) { /* the validator answers, in the store's edit */
     *out = (json_val *)doc;
     return 0;
   }
@@ -743,15 +747,15 @@ static int public_field(const char *fields, const char *key, size_t klen) {
 
 int users_check_read(dv_arena *a, const users_ctx *u, const char *id, size_t id_len,
                      const json_val *doc, const char *public_fields, json_val **out,
-                     users_err *e) {
-  *e = (users_err){0};
-  if (!doc || doc->type != JSON_OBJECT) return fail(e, DV_EINVAL);
+                     const char **why) {
+  *why = NULL;
+  if (!doc || doc->type != JSON_OBJECT) return fail(why, DV_EINVAL);
   if (has_prefix(id, id_len, "_local/")) {
     *out = (json_val *)doc;
     return 0;
   }
   if (has_prefix(id, id_len, "_design/") && !u->is_admin)
-    return forbid(e, "Only administrators can view design docs in the users database.");
+    return forbid(why, "Only administrators can view design docs in the users database.");
   size_t nlen = 0;
   const char *dname = users_name_of(id, id_len, &nlen);
   if (u->is_admin || (dname && name_is(u->name, dname, nlen))) {
@@ -763,16 +767,16 @@ int users_check_read(dv_arena *a, const users_ctx *u, const char *id, size_t id_
    * and the other "_" members are not body and stay */
   if (!public_fields) public_fields = "";
   json_val *o = json_new_object(a);
-  if (!o) return fail(e, DV_ENOMEM);
+  if (!o) return fail(why, DV_ENOMEM);
   size_t kept = 0;
   for (size_t i = 0; i < doc->len; i++) {
     const json_member *m = &doc->u.members[i];
     int meta = m->klen > 0 && m->key[0] == '_';
     if (!meta && !public_field(public_fields, m->key, m->klen)) continue;
-    if (json_obj_set(a, o, m->key, m->klen, m->val)) return fail(e, DV_ENOMEM);
+    if (json_obj_set(a, o, m->key, m->klen, m->val)) return fail(why, DV_ENOMEM);
     kept += !meta;
   }
-  if (!kept) return refuse(e, 404, "not_found", "missing");
+  if (!kept) return refuse(why, DV_ENOT_FOUND, "missing");
   *out = o;
   return 0;
 }

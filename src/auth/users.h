@@ -55,21 +55,21 @@ typedef struct users_ctx {
   int is_admin;     /* server admin or _users db admin */
 } users_ctx;
 
-/* Why a request was refused: CouchDB's status and {"error","reason"}.
- * Both checks clear it first, so it reads 0/NULL/NULL after a success. */
-typedef struct users_err {
-  int status;         /* 403, 404, 401, 500 (0 when ok) */
-  const char *error;  /* "forbidden", "not_found", "unauthorized", ... */
-  const char *reason; /* CouchDB's text; static, or in the arena passed in */
-} users_err;
-
-/* users_check_write/users_check_read return 0, USERS_REFUSED when the
- * request is refused (the client's doing: *e says what to answer), or a
- * negative DV_E* code when the server failed (DV_ENOMEM; DV_EIO when no
- * randomness for a salt; DV_EINTERNAL when libcrypto fails) — *e is then
- * filled too (500 and the code's error/reason), so a caller can always
- * answer with *e. */
-#define USERS_REFUSED 1
+/* users_check_write/users_check_read return 0, or a DV_E* code of
+ * util/err.h with *why its reason (static, or in the arena passed in), so
+ * a caller answers hres_errw(r, rc, why) and the code's row gives the
+ * status and CouchDB's error name:
+ *   a refusal (the client's doing), with CouchDB's reason:
+ *     DV_ENOT_FOUND      404 not_found
+ *     DV_EFORBIDDEN      403 forbidden
+ *     DV_EUNAUTHORIZED   401 unauthorized
+ *     DV_EVDU_TYPEERROR  500 TypeError       the _auth function crashed
+ *     DV_EVDU_UNKNOWN    500 unknown_error   couch_passwords crashed
+ *   which are the refusals store/hooks.h takes from a validator; or
+ *   a failure of the server, with the code's own reason: DV_ENOMEM; DV_EIO
+ *     when no randomness for a salt; DV_EINTERNAL when libcrypto fails;
+ *     DV_EINVAL when doc is not an object.
+ * *why is NULL after a success. */
 
 /* Check one write of the document `id` (id_len bytes, as in the URL or the
  * doc's _id) in the users database.
@@ -88,27 +88,30 @@ typedef struct users_err {
  * chars), iterations and derived_key (hex), in CouchDB's order. The new
  * object shares doc's other values. *out is written only on success.
  *
- * Refusals (status, error, reason), in the order they are checked:
- *   404 not_found   "missing"       a non-admin writing another user's doc
+ * Refusals (code, reason), in the order they are checked:
+ *   DV_ENOT_FOUND     "missing"     a non-admin writing another user's doc
  *                                   (or any non-account id, design docs too)
- *   403 forbidden   "Server cannot hash passwords at this time."
+ *   DV_EFORBIDDEN     "Server cannot hash passwords at this time."
  *                                   prf_name or iterations unusable
- *   403 forbidden   "Password value of '<~p>' is invalid."
- *   403 forbidden   "Salt value of '<~p>' is invalid."   (preserve_salt)
- *   401 unauthorized "You are not a db or server admin."  anonymous, design doc
- *   403 forbidden   the _auth rules' reasons (users.c lists them)
- *   500 TypeError   where the _auth function itself crashes on a malformed
- *                   document (a name that is a number, a non-admin deleting
- *                   a document that does not exist)
+ *   DV_EFORBIDDEN     "Password value of '<~p>' is invalid."
+ *   DV_EFORBIDDEN     "Salt value of '<~p>' is invalid."   (preserve_salt)
+ *   DV_EVDU_UNKNOWN   "function_clause"   neither password nor salt usable
+ *   DV_EUNAUTHORIZED  "You are not a db or server admin."  anonymous, design doc
+ *   DV_EFORBIDDEN     the _auth rules' reasons (users.c lists them)
+ *   DV_EVDU_TYPEERROR where the _auth function itself crashes on a malformed
+ *                     document (a name that is a number, a non-admin deleting
+ *                     a document that does not exist)
  */
 int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len,
                       const json_val *doc, const json_val *old, const char *prf_name,
-                      long iterations, json_val **out, users_err *e) DV_MUST_CHECK;
+                      long iterations, json_val **out, const char **why) DV_MUST_CHECK;
 
 /* The same two halves apart, for a write through the store's hooks
  * (store/hooks.h): users_validate is the store's validator of the users
  * database — every check above, in order, with the old document the store
- * hands over, and no hashing (0, USERS_REFUSED with *e, or a DV_E* code).
+ * hands over, and no hashing (0, or a code with *why as above): its
+ * refusals are those store/hooks.h's validate takes, so it can answer as
+ * the store's validator unchanged.
  * users_before_write is CouchDB's before_doc_update, run before the write
  * (PBKDF2 inside a transaction would hold it open for a second): when the
  * access and password steps pass, a plaintext password becomes credentials
@@ -119,7 +122,7 @@ int users_check_write(dv_arena *a, const users_ctx *u, const char *id, size_t id
  * validating the original would. Returns 0 or a DV_E* code (hashing
  * failed). */
 int users_validate(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
-                   const json_val *old, const char *prf_name, long iterations, users_err *e) DV_MUST_CHECK;
+                   const json_val *old, const char *prf_name, long iterations, const char **why) DV_MUST_CHECK;
 int users_before_write(dv_arena *a, const users_ctx *u, const char *id, size_t id_len, const json_val *doc,
                        const char *prf_name, long iterations, json_val **out) DV_MUST_CHECK;
 
@@ -129,12 +132,12 @@ int users_before_write(dv_arena *a, const users_ctx *u, const char *id, size_t i
  * ([chttpd_auth] public_fields: names separated by commas with optional
  * blanks around them; NULL is ""), plus doc's "_" members (_id, _rev, ...):
  * *out is then a new object in arena a. When no public member remains the
- * answer is 404 not_found "missing". Design documents: 403 forbidden "Only
+ * answer is DV_ENOT_FOUND "missing". Design documents: DV_EFORBIDDEN "Only
  * administrators can view design docs in the users database." for
  * non-admins. Returns as users_check_write. */
 int users_check_read(dv_arena *a, const users_ctx *u, const char *id, size_t id_len,
                      const json_val *doc, const char *public_fields, json_val **out,
-                     users_err *e) DV_MUST_CHECK;
+                     const char **why) DV_MUST_CHECK;
 
 /* The user name in an id "org.couchdb.user:NAME": a pointer into id and its
  * length in *name_len (0 for "org.couchdb.user:"), or NULL (and *name_len

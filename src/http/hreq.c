@@ -23,8 +23,8 @@
 
 int hreq__split_path(hreq *r) {
   int rc = url_split_path(&r->a, r->path, r->seg, r->seg_len, HREQ_MAX_SEG, &r->nseg);
-  if (rc == -2) hres_errs(r, 400, "bad_request", "Too many path segments.");
-  else if (rc) hres_errs(r, 400, "bad_request", "Malformed URL: bad percent-encoding.");
+  if (rc == -2) hres_errw(r, DV_EBAD_REQUEST, "Too many path segments.");
+  else if (rc) hres_errw(r, DV_EBAD_REQUEST, "Malformed URL: bad percent-encoding.");
   return rc;
 }
 
@@ -40,7 +40,7 @@ int hreq__add_param(hreq *r, const char *key, const char *val) {
   if (!val) val = "";
   p->val = url_decode(&r->a, val, strlen(val), 1, &p->vlen);
   if (!p->key || !p->val) {
-    if (!r->status) hres_errs(r, 400, "bad_request", "Malformed query string: bad percent-encoding.");
+    if (!r->status) hres_errw(r, DV_EBAD_REQUEST, "Malformed query string: bad percent-encoding.");
     return 0;
   }
   r->nparams++;
@@ -58,14 +58,14 @@ int hreq_need_json(hreq *r) {
   size_t n = strlen("application/json");
   if (ct && !strncasecmp(ct, "application/json", n) && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' '))
     return 0;
-  hres_errs(r, 415, "bad_content_type", "Content-Type must be application/json");
+  hres_err(r, DV_EBAD_CONTENT_TYPE);
   return -1;
 }
 
 int hreq_parse_json(hreq *r, const char *p, size_t n, json_val **out) {
   int rc = json_parse(&r->a, p ? p : "", n, NULL, out, NULL);
   if (rc == DV_ENOMEM) hres_err(r, rc);
-  else if (rc) hres_errs(r, 400, "bad_request", "invalid UTF-8 JSON");
+  else if (rc) hres_err(r, DV_EJSON); /* any parse failure: "invalid UTF-8 JSON" */
   return rc ? -1 : 0;
 }
 
@@ -73,7 +73,7 @@ int hreq_json_body(hreq *r, int want_object, json_val **out) {
   json_val *v;
   if (hreq_parse_json(r, r->body, r->body_len, &v)) return -1;
   if (want_object && v->type != JSON_OBJECT) {
-    hres_errs(r, 400, "bad_request", "Request body must be a JSON object");
+    hres_errw(r, DV_EBAD_REQUEST, "Request body must be a JSON object");
     return -1;
   }
   *out = v;
@@ -97,7 +97,7 @@ int hq_bool(hreq *r, const char *name, int *io) {
   if (!strcmp(v, "true")) *io = 1;
   else if (!strcmp(v, "false")) *io = 0;
   else {
-    hres_errf(r, 400, "query_parse_error", "Invalid boolean parameter: \"%s\"", v);
+    hres_errwf(r, DV_EQUERY_PARSE, "Invalid boolean parameter: \"%s\"", v);
     return -1;
   }
   return 0;
@@ -109,12 +109,12 @@ int hq_int(hreq *r, const char *name, int64_t min, int64_t *io) {
   if (!v) return 0;
   int64_t x;
   if (!n || json_num_int64(v, n, &x) || strchr(v, '.') || strchr(v, 'e') || strchr(v, 'E')) {
-    hres_errf(r, 400, "query_parse_error", "Invalid value for integer: \"%s\"", v);
+    hres_errwf(r, DV_EQUERY_PARSE, "Invalid value for integer: \"%s\"", v);
     return -1;
   }
   if (x < min) {
-    if (min == 0) hres_errf(r, 400, "query_parse_error", "Invalid value for positive integer: \"%s\"", v);
-    else hres_errf(r, 400, "query_parse_error", "Invalid value for %s: \"%s\"", name, v);
+    if (min == 0) hres_errwf(r, DV_EQUERY_PARSE, "Invalid value for positive integer: \"%s\"", v);
+    else hres_errwf(r, DV_EQUERY_PARSE, "Invalid value for %s: \"%s\"", name, v);
     return -1;
   }
   *io = x;
@@ -153,31 +153,19 @@ void hres_ok(hreq *r, int status) {
   json_w_raw(&w, "{\"ok\":true}", 11);
 }
 
-void hres_errs(hreq *r, int status, const char *error, const char *reason) {
-  json_w w;
-  hres_jw(r, status, &w);
-  json_w_obj_begin(&w);
-  json_w_keyz(&w, "error");
-  json_w_strz(&w, error);
-  json_w_keyz(&w, "reason");
-  json_w_strz(&w, reason);
-  json_w_obj_end(&w);
-}
-
-void hres_errf(hreq *r, int status, const char *error, const char *fmt, ...) {
-  char tmp[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  hres_errs(r, status, error, tmp);
-}
-
 void hres_err(hreq *r, int rc) { hres_errw(r, rc, NULL); }
 
+/* The one place an error body is written: the status and the error name
+ * are rc's row in util/err.h, so no caller can pair them by hand. */
 void hres_errw(hreq *r, int rc, const char *why) {
-  int st = dv_err_http(rc);
-  hres_errs(r, st ? st : 500, dv_err_couch(rc), why ? why : dv_strerror(rc));
+  json_w w;
+  hres_jw(r, dv_err_http(rc), &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "error");
+  json_w_strz(&w, dv_err_couch(rc));
+  json_w_keyz(&w, "reason");
+  json_w_strz(&w, why ? why : dv_strerror(rc));
+  json_w_obj_end(&w);
 }
 
 void hres_errwf(hreq *r, int rc, const char *fmt, ...) {
@@ -190,7 +178,7 @@ void hres_errwf(hreq *r, int rc, const char *fmt, ...) {
 }
 
 void hres_method(hreq *r, const char *allowed) {
-  hres_errf(r, 405, "method_not_allowed", "Only %s allowed", allowed);
+  hres_errwf(r, DV_EMETHOD, "Only %s allowed", allowed);
   hres_header(r, "Allow", allowed);
 }
 

@@ -181,12 +181,9 @@ void hres_err(hreq *r, int rc);
 void hres_errw(hreq *r, int rc, const char *why);
 /* printf-style reason. */
 void hres_errwf(hreq *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* An explicit error body {"error":error,"reason":reason}. */
-void hres_errs(hreq *r, int status, const char *error, const char *reason);
-/* printf-style reason. */
-void hres_errf(hreq *r, int status, const char *error, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-/* 405 with Allow: allowed (e.g. "GET,HEAD,POST"). */
+/* There is no call taking a status and an error name: a (status, error)
+ * pair CouchDB answers with is a row of util/err.h, added there once. */
+/* 405 (DV_EMETHOD) with Allow: allowed (e.g. "GET,HEAD,POST"). */
 void hres_method(hreq *r, const char *allowed);
 /* Add a response header (both strings copied into r->a). */
 void hres_header(hreq *r, const char *name, const char *val);

@@ -246,7 +246,7 @@ static enum MHD_Result send_response(hreq *r) {
   if (json && r->status != 304 && r->out.len) buf_putc(&r->out, '\n');
   if (buf_error(&r->out)) {
     buf_reset(&r->out);
-    hres_errs(r, 500, "internal_server_error", "Out of memory.");
+    hres_err(r, DV_ENOMEM);
     buf_putc(&r->out, '\n');
   }
   size_t n = 0;

@@ -134,7 +134,7 @@ struct mango_sel {
 /* Parse state. */
 typedef struct mctx {
   dv_arena *a;   /* where the tree lives */
-  mango_err err; /* what went wrong (on DV_EINVAL) */
+  const char *why; /* the reason of a refused selector (arena or static) */
 } mctx;
 
 /* ------------------------------------------------------------------ */
@@ -207,24 +207,23 @@ static void erl_w(dv_buf *b, const json_val *v) {
   }
 }
 
-/* A finished message buffer into the arena as the reason; DV_EINVAL (or
- * DV_ENOMEM when the message itself could not be built). */
-static int fail_buf(mctx *c, const char *error, dv_buf *b) {
-  int rc = DV_EINVAL;
+/* A finished message buffer into the arena as the reason; rc, one of the
+ * DV_EMANGO_* codes (or DV_ENOMEM when the message itself could not be
+ * built). */
+static int fail_buf(mctx *c, int rc, dv_buf *b) {
   char *r = buf_error(b) ? NULL : arena_strndup(c->a, (const char *)b->p, b->len);
   if (!r) rc = DV_ENOMEM;
-  c->err.error = error;
-  c->err.reason = r ? r : "Out of memory.";
+  c->why = r ? r : dv_strerror(DV_ENOMEM);
   buf_free(b);
   return rc;
 }
 
 /* A message that is text plus, optionally, an operator name. */
-static int fail(mctx *c, const char *error, const char *text, const char *op, size_t oplen) {
+static int fail(mctx *c, int rc, const char *text, const char *op, size_t oplen) {
   dv_buf b = DV_BUF_INIT;
   buf_puts(&b, text);
   if (op) buf_append(&b, op, oplen);
-  return fail_buf(c, error, &b);
+  return fail_buf(c, rc, &b);
 }
 
 /* "Bad argument for operator $op: <arg as ~w>". */
@@ -232,7 +231,7 @@ static int fail_arg(mctx *c, const char *op, const json_val *arg) {
   dv_buf b = DV_BUF_INIT;
   buf_printf(&b, "Bad argument for operator %s: ", op);
   erl_w(&b, arg);
-  return fail_buf(c, "bad_arg", &b);
+  return fail_buf(c, DV_EMANGO_BAD_ARG, &b);
 }
 
 /* ~w of the {"$default": …} node CouchDB would have built. */
@@ -915,8 +914,8 @@ static int norm_prop(mctx *c, const char *k, size_t kn, const json_val *v, mnode
       goto with_arg;
     }
   for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
-    if (key_is(k, kn, unsupported[i])) return fail(c, "not_supported", "Unsupported operator: ", k, kn);
-  return fail(c, "invalid_operator", "Invalid operator: ", k, kn);
+    if (key_is(k, kn, unsupported[i])) return fail(c, DV_EMANGO_NOT_SUPPORTED, "Unsupported operator: ", k, kn);
+  return fail(c, DV_EMANGO_OPERATOR, "Invalid operator: ", k, kn);
 
 with_arg:
   if (!n) return DV_ENOMEM;
@@ -1019,7 +1018,7 @@ static int field_at(mctx *c, mnode *cond, const mpath *path, mnode **out) {
     dv_buf b = DV_BUF_INIT;
     buf_puts(&b, "Invalid field name: ");
     path_text(&b, path);
-    return fail_buf(c, "invalid_field_name", &b);
+    return fail_buf(c, DV_EMANGO_FIELD_NAME, &b);
   }
   int rc = wrap(c, MO_FIELD, cond, out);
   if (rc) return rc;
@@ -1058,7 +1057,7 @@ static int norm_fields(mctx *c, mnode *n, const mpath *path, mnode **out) {
     dv_buf b = DV_BUF_INIT;
     buf_puts(&b, "Invalid field normalization on selector: ");
     erl_default(&b, n);
-    return fail_buf(c, "bad_field", &b);
+    return fail_buf(c, DV_EMANGO_BAD_FIELD, &b);
   }
   case MO_FIELD: {
     /* Append this name to the path ("" + name is just name, so an empty
@@ -1140,7 +1139,7 @@ static int negate(mctx *c, mnode *n, mnode **out) {
     dv_buf b = DV_BUF_INIT;
     buf_puts(&b, "Bad argument for operator $not: ");
     erl_default(&b, n);
-    return fail_buf(c, "bad_arg", &b);
+    return fail_buf(c, DV_EMANGO_BAD_ARG, &b);
   }
   case MO_LT:
   case MO_LTE:
@@ -1184,8 +1183,8 @@ static int negate(mctx *c, mnode *n, mnode **out) {
 /* Parsing                                                             */
 /* ------------------------------------------------------------------ */
 
-int mango_parse_err(dv_arena *a, const json_val *sel, mango_sel **out, mango_err *err) {
-  mctx c = {a, {NULL, NULL}};
+int mango_parse(dv_arena *a, const json_val *sel, mango_sel **out, const char **why) {
+  mctx c = {a, NULL};
   mnode *root = NULL;
   mango_sel *s;
   int rc;
@@ -1193,7 +1192,7 @@ int mango_parse_err(dv_arena *a, const json_val *sel, mango_sel **out, mango_err
     dv_buf b = DV_BUF_INIT;
     buf_puts(&b, "Selector must be a JSON object, not: ");
     if (sel) erl_w(&b, sel);
-    rc = fail_buf(&c, "invalid_selector_json", &b);
+    rc = fail_buf(&c, DV_EMANGO_SELECTOR_JSON, &b);
     goto fail;
   }
   if (sel->len) {
@@ -1204,7 +1203,7 @@ int mango_parse_err(dv_arena *a, const json_val *sel, mango_sel **out, mango_err
     rc = norm_negations(&c, root, &root);
     if (rc) goto fail;
     if (root->op == MO_FIELD && !root->path) {
-      rc = fail(&c, "invalid_selector", "One or more conditions is missing a field name.", NULL, 0);
+      rc = fail(&c, DV_EMANGO_SELECTOR, "One or more conditions is missing a field name.", NULL, 0);
       goto fail;
     }
   }
@@ -1218,17 +1217,7 @@ int mango_parse_err(dv_arena *a, const json_val *sel, mango_sel **out, mango_err
   return 0;
 
 fail:
-  if (err) {
-    if (rc == DV_ENOMEM) err->error = "internal_server_error", err->reason = "Out of memory.";
-    else *err = c.err;
-  }
-  return rc;
-}
-
-int mango_parse(dv_arena *a, const json_val *sel, mango_sel **out, const char **reason) {
-  mango_err e = {NULL, NULL};
-  int rc = mango_parse_err(a, sel, out, &e);
-  if (rc && reason) *reason = e.reason;
+  if (why) *why = rc == DV_ENOMEM ? dv_strerror(rc) : c.why;
   return rc;
 }
 

@@ -34,27 +34,22 @@
 
 typedef struct mango_sel mango_sel; /* a parsed selector, lives in the arena */
 
-/* Why a selector was refused, in CouchDB's words: its 400 response would be
- * {"error": error, "reason": reason}. Both are static or in the arena. */
-typedef struct mango_err {
-  const char *error;  /* "invalid_operator", "bad_arg", "not_supported",
-                         "invalid_selector", "bad_field",
-                         "invalid_field_name", "invalid_selector_json" */
-  const char *reason; /* e.g. "Invalid operator: $foo" */
-} mango_err;
-
 /* Parse a selector (must be a JSON object). Everything is allocated in a;
  * sel must stay alive as long as the result is used (the parsed selector
- * points into it). On a bad selector returns DV_EINVAL and, if reason is
- * not NULL, points *reason at a CouchDB-style message (static or in the
- * arena), e.g. "Invalid operator: $foo". DV_ENOMEM when the arena is
- * exhausted. *out is written only on success. */
-int mango_parse(dv_arena *a, const json_val *sel, mango_sel **out, const char **reason) DV_MUST_CHECK;
-
-/* The same, with CouchDB's error name as well (for _find, which answers
- * 400 {"error":"invalid_operator",…} where _changes answers bad_request).
- * err may be NULL. */
-int mango_parse_err(dv_arena *a, const json_val *sel, mango_sel **out, mango_err *err) DV_MUST_CHECK;
+ * points into it). *out is written only on success. Returns 0, DV_ENOMEM
+ * when the arena is exhausted, or for a bad selector the code of CouchDB's
+ * mango_error (util/err.h, each 400 with its error name):
+ *   DV_EMANGO_OPERATOR       invalid_operator       "Invalid operator: $foo"
+ *   DV_EMANGO_NOT_SUPPORTED  not_supported          "Unsupported operator: $…"
+ *   DV_EMANGO_BAD_ARG        bad_arg                "Bad argument for operator $in: 1"
+ *   DV_EMANGO_SELECTOR       invalid_selector       a condition without a field
+ *   DV_EMANGO_SELECTOR_JSON  invalid_selector_json  sel is not an object
+ *   DV_EMANGO_BAD_FIELD      bad_field              a field CouchDB cannot use
+ *   DV_EMANGO_FIELD_NAME     invalid_field_name     an empty step in a path
+ * On an error, if why is not NULL, *why is its reason in CouchDB's words
+ * (static or in the arena), so _find can answer hres_errw(r, rc, why)
+ * (where _changes answers bad_request with the same reason). */
+int mango_parse(dv_arena *a, const json_val *sel, mango_sel **out, const char **why) DV_MUST_CHECK;
 
 /* 1 if the document matches, else 0. doc is the whole document as
  * returned to users (with _id, _rev, _deleted…). The empty selector {}

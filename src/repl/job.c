@@ -50,10 +50,8 @@
 #define JOB_HEARTBEAT_MS 10000
 #define JOB_HISTORY_MAX 50
 
-void repl_result_err(repl_result *res, int rc, int status, const char *error, const char *fmt, ...) {
-  res->rc = rc ? rc : DV_EIO;
-  res->status = status;
-  snprintf(res->error, sizeof res->error, "%s", error);
+void repl_result_err(repl_result *res, int rc, const char *fmt, ...) {
+  res->rc = rc ? rc : DV_EREPL_FAILED;
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -102,17 +100,18 @@ typedef struct worker {
   json_val **rows;
   size_t n;
   pthread_t th;
-  int rc, status;
-  char error[64], reason[384];
+  int rc;           /* 0, or what stopped the slice (DV_ECANCELLED: halted) */
+  int answer;       /* then the code the run answers with (repl_result.rc) */
+  char reason[384]; /* and its reason */
 } worker;
 
-static void werr(worker *w, int rc, int status, const char *error, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void werr(worker *w, int rc, int status, const char *error, const char *fmt, ...) {
+/* The first error of a slice: rc stops it, answer and the reason are what
+ * the run reports. */
+static void werr(worker *w, int rc, int answer, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void werr(worker *w, int rc, int answer, const char *fmt, ...) {
   if (w->rc) return;
   w->rc = rc ? rc : DV_EIO;
-  w->status = status;
-  snprintf(w->error, sizeof w->error, "%s", error);
+  w->answer = answer;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(w->reason, sizeof w->reason, fmt, ap);
@@ -172,15 +171,15 @@ static int check_peer(run *x, rh_conn *c, const repl_ep *e, int create) {
     if (!rc && (st == 201 || st == 202 || st == 412)) rc = req_json(c, "GET", "", NULL, 0, &a, &st, &v);
   }
   if (rc == DV_ECANCELLED) {
-    repl_result_err(x->res, rc, 500, "cancelled", "The replication was cancelled.");
+    repl_result_err(x->res, DV_EREPL_CANCELLED, "The replication was cancelled.");
   } else if (rc) {
-    repl_result_err(x->res, rc, 500, "db_not_found", "could not open %s: %s", (char *)shown.p, c->err);
+    repl_result_err(x->res, DV_EREPL_UNREACHABLE, "could not open %s: %s", (char *)shown.p, c->err);
   } else if (st == 401 || st == 403) {
-    repl_result_err(x->res, DV_EINVAL, 401, "unauthorized", "unauthorized to access or create database %s",
+    repl_result_err(x->res, DV_EUNAUTHORIZED, "unauthorized to access or create database %s",
                     (char *)shown.p);
     rc = DV_EINVAL;
   } else if (st != 200) {
-    repl_result_err(x->res, DV_ENOT_FOUND, 404, "db_not_found", "could not open %s", (char *)shown.p);
+    repl_result_err(x->res, DV_EDB_NOT_FOUND, "could not open %s", (char *)shown.p);
     rc = DV_ENOT_FOUND;
   }
   buf_free(&shown);
@@ -202,13 +201,13 @@ static int fetch_filter(run *x) {
   int rc = buf_error(&p) ? DV_ENOMEM : req_json(&x->src, "GET", (char *)p.p, NULL, 0, &x->a, &st, &d);
   buf_free(&p);
   if (rc) {
-    repl_result_err(x->res, rc, 500, "filter_fetch_error", "Couldn't fetch the filter %s: %s", f, x->src.err);
+    repl_result_err(x->res, DV_EREPL_FILTER_FETCH, "Couldn't fetch the filter %s: %s", f, x->src.err);
     return rc;
   }
   const json_val *fs = st == 200 && d ? json_obj_getz(d, "filters") : NULL;
   const char *code = fs ? jstr(fs, slash + 1) : NULL;
   if (!code) {
-    repl_result_err(x->res, DV_ENOT_FOUND, 404, "not_found", "Couldn't find filter %s on the source database.", f);
+    repl_result_err(x->res, DV_ENOT_FOUND, "Couldn't find filter %s on the source database.", f);
     return DV_ENOT_FOUND;
   }
   x->filter_code = arena_strndup(&x->a, code, strlen(code));
@@ -359,8 +358,7 @@ static int checkpoint(run *x, const char *seq) {
   if (!rh_do(&x->tgt, "POST", "_ensure_full_commit", NULL, "application/json", "", 0, &r)) rh_resp_free(&r);
   int rc = put_log(x, &x->tgt, &x->tgt_rev, seq);
   if (rc) {
-    repl_result_err(x->res, rc, rc == DV_EINVAL ? 401 : 500, rc == DV_EINVAL ? "unauthorized" : "checkpoint_commit_failure",
-                    "%s", x->tgt.err);
+    repl_result_err(x->res, rc == DV_EINVAL ? DV_EUNAUTHORIZED : DV_EREPL_CHECKPOINT, "%s", x->tgt.err);
     return rc;
   }
   /* A source the user may only read keeps no log; the next run then
@@ -399,7 +397,7 @@ static int write_docs(worker *w, dv_buf *docs, size_t *offs, size_t i, size_t k)
   int rc = req_json(&w->tgt, "POST", "_bulk_docs", (char *)b.p, b.len, &w->a, &st, &v);
   buf_free(&b);
   if (rc) {
-    werr(w, rc, 500, "replication_failed", "%s", w->tgt.err);
+    werr(w, rc, DV_EREPL_FAILED, "%s", w->tgt.err);
     return rc;
   }
   if (st == 413 && k - i > 1) {
@@ -407,11 +405,11 @@ static int write_docs(worker *w, dv_buf *docs, size_t *offs, size_t i, size_t k)
     return write_docs(w, docs, offs, i, mid) ? -1 : write_docs(w, docs, offs, mid, k);
   }
   if (st == 401 || st == 403) {
-    werr(w, DV_EINVAL, 401, "unauthorized", "unauthorized to write to %s: %s", w->tgt.ep->url, why(v));
+    werr(w, DV_EINVAL, DV_EUNAUTHORIZED, "unauthorized to write to %s: %s", w->tgt.ep->url, why(v));
     return DV_EINVAL;
   }
   if (st != 201 && st != 200 && st != 417) {
-    werr(w, DV_EIO, 500, "replication_failed", "_bulk_docs on %s: HTTP %ld %s", w->tgt.ep->url, st, why(v));
+    werr(w, DV_EIO, DV_EREPL_FAILED, "_bulk_docs on %s: HTTP %ld %s", w->tgt.ep->url, st, why(v));
     return DV_EIO;
   }
   int64_t failed = 0;
@@ -453,18 +451,18 @@ static int put_related(worker *w, const char *id, const char *ctype, FILE *body,
   int rc = buf_error(&path) ? DV_ENOMEM : rh_do_file(&w->tgt, "PUT", (char *)path.p, NULL, ctype, NULL, n, body, &r);
   buf_free(&path);
   if (rc) {
-    werr(w, rc, 500, "replication_failed", "%s", w->tgt.err);
+    werr(w, rc, DV_EREPL_FAILED, "%s", w->tgt.err);
     return rc;
   }
   long st = r.status;
   rh_resp_free(&r);
   if (st == 401) {
-    werr(w, DV_EINVAL, 401, "unauthorized", "unauthorized to write to %s", w->tgt.ep->url);
+    werr(w, DV_EINVAL, DV_EUNAUTHORIZED, "unauthorized to write to %s", w->tgt.ep->url);
     return DV_EINVAL;
   }
   if (st == 201 || st == 202) add(&w->x->j->n.docs_written, 1);
   else if (st >= 500) {
-    werr(w, DV_EIO, 500, "replication_failed", "PUT %s%s: HTTP %ld", w->tgt.ep->url, id, st);
+    werr(w, DV_EIO, DV_EREPL_FAILED, "PUT %s%s: HTTP %ld", w->tgt.ep->url, id, st);
     return DV_EIO;
   } else add(&w->x->j->n.doc_write_failures, 1);
   return 0;
@@ -564,13 +562,13 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
   FILE *ans = r.sink;
   if (rc) {
     if (!m->part) snprintf(w->src.err, sizeof w->src.err, "cannot create a temporary file");
-    werr(w, rc, 500, "replication_failed", "%s", w->src.err);
+    werr(w, rc, DV_EREPL_FAILED, "%s", w->src.err);
     goto done;
   }
   if (r.status != 200) {
     rh_resp_free(&r);
     if (r.status != 404) { /* 404: gone meanwhile (purged), nothing to copy */
-      werr(w, DV_EIO, 500, "replication_failed", "GET %s%s: HTTP %ld", w->src.ep->url, id, r.status);
+      werr(w, DV_EIO, DV_EREPL_FAILED, "GET %s%s: HTTP %ld", w->src.ep->url, id, r.status);
       rc = DV_EIO;
     }
     goto done;
@@ -578,7 +576,7 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
   m->id = id;
   off_t size = fseeko(ans, 0, SEEK_END) ? -1 : ftello(ans);
   if (size < 0 || fseeko(ans, 0, SEEK_SET)) {
-    werr(w, DV_EIO, 500, "replication_failed", "cannot read a temporary file");
+    werr(w, DV_EIO, DV_EREPL_FAILED, "cannot read a temporary file");
     rc = DV_EIO;
     goto done;
   }
@@ -593,12 +591,12 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
     if (!rc) rc = mp_finish(mp);
     mp_free(mp);
     rh_resp_free(&r);
-    if (rc && !w->rc) werr(w, rc, 500, "replication_failed", "bad multipart answer from %s%s", w->src.ep->url, id);
+    if (rc && !w->rc) werr(w, rc, DV_EREPL_FAILED, "bad multipart answer from %s%s", w->src.ep->url, id);
     goto done;
   }
   rh_resp_free(&r);
   if ((size_t)size > JOB_JSON_PART_MAX) {
-    werr(w, DV_EIO, 500, "replication_failed", "open_revs answer of %s%s too large for JSON", w->src.ep->url, id);
+    werr(w, DV_EIO, DV_EREPL_FAILED, "open_revs answer of %s%s too large for JSON", w->src.ep->url, id);
     rc = DV_EIO;
     goto done;
   }
@@ -610,7 +608,7 @@ static int fetch_with_atts(worker *w, mpx *m, const char *id, const char *rev, c
   if (!rc) rc = json_parse(&w->a, text, (size_t)size, &jo, &v, &je);
   dv_free(text);
   if (rc || v->type != JSON_ARRAY) {
-    werr(w, DV_EIO, 500, "replication_failed", "bad open_revs answer from %s%s", w->src.ep->url, id);
+    werr(w, DV_EIO, DV_EREPL_FAILED, "bad open_revs answer from %s%s", w->src.ep->url, id);
     rc = DV_EIO;
     goto done;
   }
@@ -664,7 +662,7 @@ static void worker_slice(worker *w) {
   json_w_obj_end(&jw);
   if (json_w_finish(&jw)) {
     buf_free(&b);
-    werr(w, DV_ENOMEM, 500, "internal_server_error", "out of memory");
+    werr(w, DV_ENOMEM, DV_ENOMEM, "out of memory");
     return;
   }
   long st = 0;
@@ -672,22 +670,22 @@ static void worker_slice(worker *w) {
   int rc = req_json(&w->tgt, "POST", "_revs_diff", (char *)b.p, b.len, &w->a, &st, &diff);
   buf_free(&b);
   if (rc) {
-    werr(w, rc, 500, "replication_failed", "%s", w->tgt.err);
+    werr(w, rc, DV_EREPL_FAILED, "%s", w->tgt.err);
     return;
   }
   if (st == 401 || st == 403) {
-    werr(w, DV_EINVAL, 401, "unauthorized", "unauthorized to access %s: %s", w->tgt.ep->url, why(diff));
+    werr(w, DV_EINVAL, DV_EUNAUTHORIZED, "unauthorized to access %s: %s", w->tgt.ep->url, why(diff));
     return;
   }
   if (st != 200 || !diff || diff->type != JSON_OBJECT) {
-    werr(w, DV_EIO, 500, "replication_failed", "_revs_diff on %s: HTTP %ld %s", w->tgt.ep->url, st, why(diff));
+    werr(w, DV_EIO, DV_EREPL_FAILED, "_revs_diff on %s: HTTP %ld %s", w->tgt.ep->url, st, why(diff));
     return;
   }
   add(&x->j->n.missing_checked, checked);
   size_t nm = diff->len, nrevs = 0;
   missing *ms = nm ? arena_alloc(&w->a, nm * sizeof *ms) : NULL;
   if (nm && !ms) {
-    werr(w, DV_ENOMEM, 500, "internal_server_error", "out of memory");
+    werr(w, DV_ENOMEM, DV_ENOMEM, "out of memory");
     return;
   }
   for (size_t i = 0; i < nm; i++) {
@@ -728,7 +726,7 @@ static void worker_slice(worker *w) {
                                        &st, &bg);
     buf_free(&b);
     if (rc) {
-      werr(w, rc, 500, "replication_failed", "%s", w->src.err);
+      werr(w, rc, DV_EREPL_FAILED, "%s", w->src.err);
       goto out;
     }
     add(&x->j->n.bulk_get_attempts, (int64_t)nrevs);
@@ -745,10 +743,10 @@ static void worker_slice(worker *w) {
         }
       }
     } else if (st == 401 || st == 403) {
-      werr(w, DV_EINVAL, 401, "unauthorized", "unauthorized to read %s: %s", w->src.ep->url, why(bg));
+      werr(w, DV_EINVAL, DV_EUNAUTHORIZED, "unauthorized to read %s: %s", w->src.ep->url, why(bg));
       goto out;
     } else if (st >= 500) {
-      werr(w, DV_EIO, 500, "replication_failed", "_bulk_get on %s: HTTP %ld", w->src.ep->url, st);
+      werr(w, DV_EIO, DV_EREPL_FAILED, "_bulk_get on %s: HTTP %ld", w->src.ep->url, st);
       goto out;
     } else {
       __atomic_store_n(&x->bulk_get, 0, __ATOMIC_RELAXED); /* no _bulk_get there: open_revs from now on */
@@ -771,13 +769,13 @@ static void worker_slice(worker *w) {
       buf_free(&p);
       buf_free(&q);
       if (rc) {
-        werr(w, rc, 500, "replication_failed", "%s", w->src.err);
+        werr(w, rc, DV_EREPL_FAILED, "%s", w->src.err);
         goto out;
       }
       if (st == 404) continue;
       if (st != 200 || !v || v->type != JSON_ARRAY) {
-        werr(w, DV_EIO, st == 401 || st == 403 ? 401 : 500, st == 401 || st == 403 ? "unauthorized" : "replication_failed",
-             "open_revs on %s: HTTP %ld", w->src.ep->url, st);
+        werr(w, DV_EIO, st == 401 || st == 403 ? DV_EUNAUTHORIZED : DV_EREPL_FAILED, "open_revs on %s: HTTP %ld",
+             w->src.ep->url, st);
         goto out;
       }
       for (size_t k = 0; k < v->len; k++) {
@@ -785,7 +783,7 @@ static void worker_slice(worker *w) {
         if (ok && ok->type == JSON_OBJECT && json_arr_push(&w->a, got, ok)) got = NULL;
       }
     }
-    if (!got && !w->rc) werr(w, DV_ENOMEM, 500, "internal_server_error", "out of memory");
+    if (!got && !w->rc) werr(w, DV_ENOMEM, DV_ENOMEM, "out of memory");
     if (w->rc) goto out;
   }
   for (size_t i = 0; i < got->len && !w->rc; i++) {
@@ -798,7 +796,7 @@ static void worker_slice(worker *w) {
     }
     add(&x->j->n.docs_read, 1);
     if (push_doc(&m, doc)) {
-      werr(w, DV_ENOMEM, 500, "internal_server_error", "out of memory");
+      werr(w, DV_ENOMEM, DV_ENOMEM, "out of memory");
       goto out;
     }
   }
@@ -865,24 +863,24 @@ static int changes(run *x, dv_arena *a, const char *since, int limit, int timeou
   buf_free(&p);
   buf_free(&body);
   if (rc == DV_ECANCELLED) {
-    repl_result_err(x->res, rc, 500, "cancelled", "The replication was cancelled.");
+    repl_result_err(x->res, DV_EREPL_CANCELLED, "The replication was cancelled.");
     return rc;
   }
   if (rc) {
-    repl_result_err(x->res, rc, 500, "replication_failed", "%s", x->src.err);
+    repl_result_err(x->res, DV_EREPL_FAILED, "%s", x->src.err);
     return rc;
   }
   if (st == 401 || st == 403) {
-    repl_result_err(x->res, DV_EINVAL, 401, "unauthorized", "unauthorized to read the changes of %s", x->src.ep->url);
+    repl_result_err(x->res, DV_EUNAUTHORIZED, "unauthorized to read the changes of %s", x->src.ep->url);
     return DV_EINVAL;
   }
   if (st == 404 && x->filter_code) {
-    repl_result_err(x->res, DV_ENOT_FOUND, 404, "not_found", "The source has no filter %s.", s->filter);
+    repl_result_err(x->res, DV_ENOT_FOUND, "The source has no filter %s.", s->filter);
     return DV_ENOT_FOUND;
   }
   if (st != 200 || !*out || (*out)->type != JSON_OBJECT) {
-    repl_result_err(x->res, DV_EIO, st == 400 ? 400 : 500, st == 400 ? "bad_request" : "replication_failed",
-                    "_changes on %s: HTTP %ld %s", x->src.ep->url, st, why(*out));
+    repl_result_err(x->res, st == 400 ? DV_EBAD_REQUEST : DV_EREPL_FAILED, "_changes on %s: HTTP %ld %s",
+                    x->src.ep->url, st, why(*out));
     return st == 400 ? DV_EINVAL : DV_EIO;
   }
   return 0;
@@ -908,7 +906,7 @@ static int process_batch(run *x, worker *ws, int nw, json_val *rows) {
     if (ws[i].th) pthread_join(ws[i].th, NULL);
     if (ws[i].rc && !rc) {
       rc = ws[i].rc;
-      repl_result_err(x->res, rc, ws[i].status, ws[i].error, "%s", ws[i].reason);
+      repl_result_err(x->res, ws[i].answer, "%s", ws[i].reason);
     }
   }
   return rc;
@@ -930,7 +928,7 @@ int job_run(rjob *j, repl_result *res) {
     if (!rc) rc = rh_init(&ws[i].tgt, &s->target, s->connection_timeout_ms, s->retries_per_request, &j->halt);
   }
   if (rc) {
-    repl_result_err(res, rc, 500, "internal_server_error", "Cannot start the replication: out of memory.");
+    repl_result_err(res, DV_ENOMEM, "Cannot start the replication: out of memory.");
     goto out;
   }
   if ((rc = check_peer(&x, &x.src, &s->source, 0)) || (rc = check_peer(&x, &x.tgt, &s->target, s->create_target)) ||
@@ -981,7 +979,7 @@ int job_run(rjob *j, repl_result *res) {
     if (pend && pend->type == JSON_NUMBER && !json_num_int64(pend->u.s, pend->len, &pv))
       __atomic_store_n(&j->n.changes_pending, pv, __ATOMIC_RELAXED);
     if (!rows || rows->type != JSON_ARRAY) {
-      repl_result_err(res, DV_EIO, 500, "replication_failed", "bad _changes answer from %s", s->source.url);
+      repl_result_err(res, DV_EREPL_FAILED, "bad _changes answer from %s", s->source.url);
       rc = DV_EIO;
       break;
     }
@@ -998,7 +996,7 @@ int job_run(rjob *j, repl_result *res) {
     }
     if (!since) {
       rc = DV_ENOMEM;
-      repl_result_err(res, rc, 500, "internal_server_error", "out of memory");
+      repl_result_err(res, DV_ENOMEM, "out of memory");
       break;
     }
     int done = !s->continuous && (int)rows->len < limit;
@@ -1013,7 +1011,7 @@ int job_run(rjob *j, repl_result *res) {
     if (done) break;
     if (j->halt) {
       rc = DV_ECANCELLED;
-      repl_result_err(res, rc, 500, "cancelled", "The replication was cancelled.");
+      repl_result_err(res, DV_EREPL_CANCELLED, "The replication was cancelled.");
       break;
     }
   }
@@ -1021,7 +1019,7 @@ int job_run(rjob *j, repl_result *res) {
   if (!rc) {
     buf_init(&res->body);
     rc = log_doc(&x, &res->body, x.through, NULL, 1, !seen); /* nothing new: no_changes, no log written */
-    if (rc) repl_result_err(res, rc, 500, "internal_server_error", "out of memory");
+    if (rc) repl_result_err(res, DV_ENOMEM, "out of memory");
   }
   arena_free(&ca);
   dv_free(since);
@@ -1037,5 +1035,6 @@ out:
   dv_free(x.src_rev);
   dv_free(x.tgt_rev);
   arena_free(&x.a);
+  if (rc && !res->rc) repl_result_err(res, rc, "%s", dv_strerror(rc)); /* a step that said nothing */
   return rc;
 }

@@ -324,7 +324,7 @@ static void *job_thread(void *arg) {
     j->error_count++;
     dv_free(j->err);
     char msg[600];
-    snprintf(msg, sizeof msg, "%s: %s", res.error[0] ? res.error : "error", res.reason ? res.reason : "");
+    snprintf(msg, sizeof msg, "%s: %s", res.rc ? dv_err_couch(res.rc) : "error", res.reason ? res.reason : "");
     j->err = dv_strndup(msg, strlen(msg));
     int errors = j->error_count;
     pthread_mutex_unlock(&m->mu);

@@ -113,10 +113,11 @@ void repl_mgr_stop(repl_mgr *m);
 
 /* The outcome of a one-shot replication, for POST /_replicate. */
 typedef struct repl_result {
-  int rc;          /* 0, or an error: */
-  int status;      /* HTTP status of the error (404, 401, 400, 500 …) */
-  char error[64];  /* CouchDB error, e.g. "db_not_found" */
-  char *reason;    /* malloc'd */
+  int rc;          /* 0, or the DV_E* code of the answer: its row in
+                      util/err.h gives the status and CouchDB's error
+                      (DV_EDB_NOT_FOUND 404 db_not_found, DV_EUNAUTHORIZED,
+                      DV_EREPL_FAILED 500 replication_failed, …) */
+  char *reason;    /* malloc'd; the answer's reason */
   dv_buf body;     /* on success: the JSON answer */
 } repl_result;
 

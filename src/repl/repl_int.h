@@ -106,13 +106,13 @@ typedef struct rjob {
 } rjob;
 
 /* Run the replication once: 0 when a one-shot run completed (res->body
- * holds the answer), or an error with res->status/error/reason filled.
+ * holds the answer), or an error with res->rc/reason filled.
  * Continuous runs return only on errors or stop (DV_ECANCELLED). */
 int job_run(rjob *j, repl_result *res);
 
-/* Set the error of a result (reason formatted). */
-void repl_result_err(repl_result *res, int rc, int status, const char *error, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+/* Set the error of a result: rc is the answer's code (its row gives the
+ * status and error name), the reason formatted. */
+void repl_result_err(repl_result *res, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- mgr.c ------------------------------------------------------------------ */
 

@@ -3,13 +3,19 @@
  * Every function that can fail returns an int: 0 is success, a negative
  * value is one of the codes below (libuv's UV_E* style). The table maps each
  * code once to its HTTP status and CouchDB {"error","reason"} pair, so the
- * HTTP layer never invents a status of its own.
+ * HTTP layer never invents a status of its own: every error answer a client
+ * can get is a row here (http.h's hres_err/hres_errw/hres_errwf take a code,
+ * never a status and an error name; test_tree.c's tree_one_error_table
+ * keeps it so). A caller may give its own reason; the status and the error
+ * name always come from the row. Add a row for a new (status, error) pair.
  *
  * KV errors carry FoundationDB's own numbers, negated (not_committed is
  * FDB error 1020, so DV_ENOT_COMMITTED is -1020): the fdb backend maps
  * libfdb_c errors onto them without a lookup table, and logs read the same
  * on both backends. Divan's own codes live from -3000 down (general,
- * codecs) and from -4000 down (CouchDB semantics), away from FDB's ranges.
+ * codecs) and from -4000 down (CouchDB semantics: -40xx the store's,
+ * -41xx requests, -42xx Mango selectors, -43xx the replicator), away from
+ * FDB's ranges. Codes and names are unique (test/util's err_table).
  *
  * This file is not a logging facility and holds no state.
  */
@@ -95,7 +101,27 @@
   X(BODY_TOO_LARGE,-4105, 413, "too_large", "the request entity is too large", 0) \
   X(EXPECTATION,   -4106, 417, "expectation_failed", "Only Expect: 100-continue is supported.", 0) \
   X(QUERY_PARSE,   -4107, 400, "query_parse_error", "Invalid query parameter.", 0) \
-  X(NO_RESPONSE,   -4108, 500, "internal_server_error", "No response.", 0)
+  X(NO_RESPONSE,   -4108, 500, "internal_server_error", "No response.", 0)    \
+  X(MISSING_REV,   -4109, 409, "not_found", "missing_rev", 0)                   \
+  X(CONTENT_MD5,   -4110, 400, "content_md5_mismatch", "Possible message corruption.", 0) \
+  X(RANGE_UNSATISFIABLE, -4111, 416, "requested_range_not_satisfiable", "Requested range not satisfiable", 0) \
+  X(BULK_DOCS_COUNT, -4112, 413, "max_bulk_docs_count_exceeded", "Too many documents in one _bulk_docs request.", 0) \
+  X(BULK_GET_COUNT, -4113, 413, "max_bulk_get_count_exceeded", "Too many documents in one _bulk_get request.", 0) \
+  /* Mango selectors (index/mango.h): CouchDB's mango_error names */         \
+  X(MANGO_OPERATOR, -4201, 400, "invalid_operator", "Invalid operator.", 0)    \
+  X(MANGO_NOT_SUPPORTED, -4202, 400, "not_supported", "Unsupported operator.", 0) \
+  X(MANGO_BAD_ARG, -4203, 400, "bad_arg", "Bad argument for an operator.", 0)  \
+  X(MANGO_SELECTOR, -4204, 400, "invalid_selector", "Invalid selector.", 0)    \
+  X(MANGO_SELECTOR_JSON, -4205, 400, "invalid_selector_json", "Selector must be a JSON object.", 0) \
+  X(MANGO_BAD_FIELD, -4206, 400, "bad_field", "Invalid field.", 0)             \
+  X(MANGO_FIELD_NAME, -4207, 400, "invalid_field_name", "Invalid field name.", 0) \
+  /* the replicator (repl/): what a replication that failed answers */       \
+  X(REPL_FAILED,   -4301, 500, "replication_failed", "The replication failed.", 0) \
+  X(REPL_CANCELLED,-4302, 500, "cancelled", "The replication was cancelled.", 0) \
+  X(DB_NOT_FOUND,  -4303, 404, "db_not_found", "Could not open the database.", 0) \
+  X(REPL_UNREACHABLE, -4304, 500, "db_not_found", "Could not reach the database.", 0) \
+  X(REPL_FILTER_FETCH, -4305, 500, "filter_fetch_error", "Couldn't fetch the filter.", 0) \
+  X(REPL_CHECKPOINT, -4306, 500, "checkpoint_commit_failure", "Could not write the checkpoint.", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),

@@ -1,6 +1,7 @@
-/* test_users.c — the rules of the _users database (src/http/users.c):
+/* test_users.c — the rules of the _users database (src/auth/users.c):
  * who may write and read which document, every refusal of the _auth
- * validate function with its exact reason, the JavaScript corner cases of
+ * validate function with its exact code and reason (the code's row in
+ * util/err.h gives CouchDB's status and error), the JavaScript corner cases of
  * malformed documents, the password -> pbkdf2 rewrite (checked by deriving
  * the key again), public_fields stripping, design and _local documents,
  * and allocation failure.
@@ -72,18 +73,24 @@ static const char *str(const json_val *o, const char *k) {
  * hooks run it — users_before_write before the write, users_validate on its
  * result in the edit — which must answer the same. */
 static int write_as(const users_ctx *u, const char *id, const char *doc, const char *old,
-                    json_val **out, users_err *e) {
-  memset(e, 0, sizeof *e);
-  int rc = users_check_write(&A, u, id, strlen(id), J(doc), J(old), "sha256", 10, out, e);
+                    json_val **out, const char **why) {
+  *why = NULL;
+  int rc = users_check_write(&A, u, id, strlen(id), J(doc), J(old), "sha256", 10, out, why);
   json_val *pre = NULL;
-  users_err e2 = {0};
+  const char *why2 = NULL;
   int rc2 = users_before_write(&A, u, id, strlen(id), J(doc), "sha256", 10, &pre);
-  if (!rc2) rc2 = users_validate(&A, u, id, strlen(id), pre, J(old), "sha256", 10, &e2);
-  ASSERTF(rc == rc2 && e->status == e2.status && (!e->reason) == (!e2.reason) &&
-              (!e->reason || !strcmp(e->reason, e2.reason)),
-          "write %s %s as %s: users_check_write %d %d \"%s\", split %d %d \"%s\"", id, doc, who(u), rc,
-          e->status, e->reason ? e->reason : "-", rc2, e2.status, e2.reason ? e2.reason : "-");
+  if (!rc2) rc2 = users_validate(&A, u, id, strlen(id), pre, J(old), "sha256", 10, &why2);
+  ASSERTF(rc == rc2 && (!*why) == (!why2) && (!*why || !strcmp(*why, why2)),
+          "write %s %s as %s: users_check_write %s \"%s\", split %s \"%s\"", id, doc, who(u),
+          dv_err_name(rc), *why ? *why : "-", dv_err_name(rc2), why2 ? why2 : "-");
   return rc;
+}
+
+/* A refusal: one of the codes store/hooks.h takes from a validator (the
+ * store's own refusal() in hooks.c), so users_validate answers there. */
+static int is_refusal(int rc) {
+  return rc == DV_EFORBIDDEN || rc == DV_EUNAUTHORIZED || rc == DV_ENOT_FOUND || rc == DV_EVDU_TYPEERROR ||
+         rc == DV_EVDU_UNKNOWN;
 }
 
 /* The write is accepted; returns *out. */
@@ -91,35 +98,32 @@ static int write_as(const users_ctx *u, const char *id, const char *doc, const c
 static json_val *ok_w(int line, const users_ctx *u, const char *id, const char *doc,
                       const char *old) {
   json_val *out = NULL;
-  users_err e;
-  int rc = write_as(u, id, doc, old, &out, &e);
-  if (rc || !out)
-    test_fail_(__FILE__, line, "write %s as %s: rc %d, %d %s \"%s\"", id, who(u), rc, e.status,
-               e.error, e.reason);
+  const char *why;
+  int rc = write_as(u, id, doc, old, &out, &why);
+  if (rc || !out || why)
+    test_fail_(__FILE__, line, "write %s as %s: %s \"%s\"", id, who(u), dv_err_name(rc), why ? why : "-");
   return out;
 }
 
-/* The write is refused with exactly this answer, and *out is untouched. */
-#define NO_W(u, id, doc, old, status, error, reason) \
-  no_w(__LINE__, u, id, doc, old, status, error, reason)
+/* The write is refused with exactly this code and reason, and *out is
+ * untouched. */
+#define NO_W(u, id, doc, old, code, reason) no_w(__LINE__, u, id, doc, old, code, reason)
 static void no_w(int line, const users_ctx *u, const char *id, const char *doc, const char *old,
-                 int status, const char *error, const char *reason) {
+                 int code, const char *reason) {
   json_val *out = (json_val *)&out;
-  users_err e;
-  int rc = write_as(u, id, doc, old, &out, &e);
-  if (rc != USERS_REFUSED || e.status != status || strcmp(e.error, error) ||
-      strcmp(e.reason, reason) || out != (json_val *)&out)
-    test_fail_(__FILE__, line, "write %s %s as %s: rc %d, %d %s \"%s\"; want %d %s \"%s\"", id,
-               doc, who(u), rc, e.status, e.error ? e.error : "-", e.reason ? e.reason : "-",
-               status, error, reason);
+  const char *why;
+  int rc = write_as(u, id, doc, old, &out, &why);
+  if (!is_refusal(rc) || rc != code || !why || strcmp(why, reason) || out != (json_val *)&out)
+    test_fail_(__FILE__, line, "write %s %s as %s: %s \"%s\"; want %s \"%s\"", id, doc, who(u),
+               dv_err_name(rc), why ? why : "-", dv_err_name(code), reason);
 }
-#define FORBID(u, id, doc, old, reason) NO_W(u, id, doc, old, 403, "forbidden", reason)
-#define MISSING(u, id, doc, old) NO_W(u, id, doc, old, 404, "not_found", "missing")
+#define FORBID(u, id, doc, old, reason) NO_W(u, id, doc, old, DV_EFORBIDDEN, reason)
+#define MISSING(u, id, doc, old) NO_W(u, id, doc, old, DV_ENOT_FOUND, "missing")
 
 static int read_as(const users_ctx *u, const char *id, const json_val *doc, const char *pub,
-                   json_val **out, users_err *e) {
-  memset(e, 0, sizeof *e);
-  return users_check_read(&A, u, id, strlen(id), doc, pub, out, e);
+                   json_val **out, const char **why) {
+  *why = NULL;
+  return users_check_read(&A, u, id, strlen(id), doc, pub, out, why);
 }
 
 /* The read succeeds; returns what the requester sees. */
@@ -127,26 +131,42 @@ static int read_as(const users_ctx *u, const char *id, const json_val *doc, cons
 static json_val *ok_r(int line, const users_ctx *u, const char *id, const json_val *doc,
                       const char *pub) {
   json_val *out = NULL;
-  users_err e;
-  int rc = read_as(u, id, doc, pub, &out, &e);
-  if (rc || !out)
-    test_fail_(__FILE__, line, "read %s as %s: rc %d, %d %s \"%s\"", id, who(u), rc, e.status,
-               e.error, e.reason);
+  const char *why;
+  int rc = read_as(u, id, doc, pub, &out, &why);
+  if (rc || !out || why)
+    test_fail_(__FILE__, line, "read %s as %s: %s \"%s\"", id, who(u), dv_err_name(rc), why ? why : "-");
   return out;
 }
 
-#define NO_R(u, id, doc, pub, status, error, reason) \
-  no_r(__LINE__, u, id, doc, pub, status, error, reason)
+#define NO_R(u, id, doc, pub, code, reason) no_r(__LINE__, u, id, doc, pub, code, reason)
 static void no_r(int line, const users_ctx *u, const char *id, const json_val *doc,
-                 const char *pub, int status, const char *error, const char *reason) {
+                 const char *pub, int code, const char *reason) {
   json_val *out = (json_val *)&out;
-  users_err e;
-  int rc = read_as(u, id, doc, pub, &out, &e);
-  if (rc != USERS_REFUSED || e.status != status || strcmp(e.error, error) ||
-      strcmp(e.reason, reason) || out != (json_val *)&out)
-    test_fail_(__FILE__, line, "read %s as %s: rc %d, %d %s \"%s\"; want %d %s \"%s\"", id,
-               who(u), rc, e.status, e.error ? e.error : "-", e.reason ? e.reason : "-", status,
-               error, reason);
+  const char *why;
+  int rc = read_as(u, id, doc, pub, &out, &why);
+  if (!is_refusal(rc) || rc != code || !why || strcmp(why, reason) || out != (json_val *)&out)
+    test_fail_(__FILE__, line, "read %s as %s: %s \"%s\"; want %s \"%s\"", id, who(u),
+               dv_err_name(rc), why ? why : "-", dv_err_name(code), reason);
+}
+
+/* ---- the answers ------------------------------------------------------------ */
+
+/* The refusals are codes whose rows of util/err.h answer as CouchDB's
+ * couch_users_db and _auth function do. */
+TEST(users_refusal_rows) {
+  static const struct {
+    int rc;
+    int status;
+    const char *error;
+  } t[] = {
+      {DV_ENOT_FOUND, 404, "not_found"},        {DV_EFORBIDDEN, 403, "forbidden"},
+      {DV_EUNAUTHORIZED, 401, "unauthorized"},  {DV_EVDU_TYPEERROR, 500, "TypeError"},
+      {DV_EVDU_UNKNOWN, 500, "unknown_error"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    ASSERT_EQ(dv_err_http(t[i].rc), t[i].status);
+    ASSERT_STR_EQ(dv_err_couch(t[i].rc), t[i].error);
+  }
 }
 
 /* ---- ids ------------------------------------------------------------------ */
@@ -175,9 +195,9 @@ TEST(users_signup_anonymous) {
   arena_init(&A, 0);
   /* an anonymous requester may create an account, with no roles */
   json_val *doc = J(BOB_NEW), *out = NULL;
-  users_err e;
+  const char *why;
   ASSERT_OK(
-      users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 10, &out, &e));
+      users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 10, &out, &why));
   ASSERT(out == doc); /* no password: the document as sent */
   FORBID(&ANON, BOB_ID, "{'type':'user','name':'bob','roles':['x']}", NULL,
          "Only _admin may set roles");
@@ -340,12 +360,10 @@ TEST(users_validate_reasons) {
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     json_val *out = NULL;
-    users_err e;
-    int rc = write_as(&ADMIN, BOB_ID, t[i].doc, NULL, &out, &e);
-    ASSERTF(rc == USERS_REFUSED && e.status == 403 && !strcmp(e.error, "forbidden") &&
-                !strcmp(e.reason, t[i].reason),
-            "%s: rc %d, %d %s \"%s\"; want \"%s\"", t[i].doc, rc, e.status, e.error, e.reason,
-            t[i].reason);
+    const char *why;
+    int rc = write_as(&ADMIN, BOB_ID, t[i].doc, NULL, &out, &why);
+    ASSERTF(rc == DV_EFORBIDDEN && why && !strcmp(why, t[i].reason), "%s: %s \"%s\"; want \"%s\"", t[i].doc,
+            dv_err_name(rc), why ? why : "-", t[i].reason);
   }
   /* names, under their own ids */
   FORBID(&ADMIN, "org.couchdb.user:_bob", "{'type':'user','name':'_bob','roles':[]}", NULL,
@@ -385,20 +403,20 @@ TEST(users_validate_js_semantics) {
   /* a name is turned into text for the id check (numbers as JS prints
    * them), and a name that is not a string or an array then makes the
    * function crash on name.indexOf */
-  NO_W(&ADMIN, "org.couchdb.user:5", "{'type':'user','name':5,'roles':[]}", NULL, 500, "TypeError",
+  NO_W(&ADMIN, "org.couchdb.user:5", "{'type':'user','name':5,'roles':[]}", NULL, DV_EVDU_TYPEERROR,
        "newDoc.name.indexOf is not a function");
-  NO_W(&ADMIN, "org.couchdb.user:100", "{'type':'user','name':100.0,'roles':[]}", NULL, 500,
-       "TypeError", "newDoc.name.indexOf is not a function");
-  NO_W(&ADMIN, "org.couchdb.user:1.5", "{'type':'user','name':1.5,'roles':[]}", NULL, 500,
-       "TypeError", "newDoc.name.indexOf is not a function");
-  NO_W(&ADMIN, "org.couchdb.user:1e+21", "{'type':'user','name':1e21,'roles':[]}", NULL, 500,
-       "TypeError", "newDoc.name.indexOf is not a function");
-  NO_W(&ADMIN, "org.couchdb.user:1e-7", "{'type':'user','name':1e-7,'roles':[]}", NULL, 500,
-       "TypeError", "newDoc.name.indexOf is not a function");
-  NO_W(&ADMIN, "org.couchdb.user:true", "{'type':'user','name':true,'roles':[]}", NULL, 500,
-       "TypeError", "newDoc.name.indexOf is not a function");
+  NO_W(&ADMIN, "org.couchdb.user:100", "{'type':'user','name':100.0,'roles':[]}", NULL, DV_EVDU_TYPEERROR,
+       "newDoc.name.indexOf is not a function");
+  NO_W(&ADMIN, "org.couchdb.user:1.5", "{'type':'user','name':1.5,'roles':[]}", NULL, DV_EVDU_TYPEERROR,
+       "newDoc.name.indexOf is not a function");
+  NO_W(&ADMIN, "org.couchdb.user:1e+21", "{'type':'user','name':1e21,'roles':[]}", NULL, DV_EVDU_TYPEERROR,
+       "newDoc.name.indexOf is not a function");
+  NO_W(&ADMIN, "org.couchdb.user:1e-7", "{'type':'user','name':1e-7,'roles':[]}", NULL, DV_EVDU_TYPEERROR,
+       "newDoc.name.indexOf is not a function");
+  NO_W(&ADMIN, "org.couchdb.user:true", "{'type':'user','name':true,'roles':[]}", NULL, DV_EVDU_TYPEERROR,
+       "newDoc.name.indexOf is not a function");
   NO_W(&ADMIN, "org.couchdb.user:[object Object]", "{'type':'user','name':{'a':1},'roles':[]}",
-       NULL, 500, "TypeError", "newDoc.name.indexOf is not a function");
+       NULL, DV_EVDU_TYPEERROR, "newDoc.name.indexOf is not a function");
   FORBID(&ADMIN, "org.couchdb.user:5.0", "{'type':'user','name':5,'roles':[]}", NULL,
          "Doc ID must be of the form org.couchdb.user:name");
   FORBID(&ADMIN, "org.couchdb.user:1e21", "{'type':'user','name':1e21,'roles':[]}", NULL,
@@ -421,7 +439,7 @@ TEST(users_validate_js_semantics) {
          "{'type':'user','name':['bob'],'roles':[]}", "Usernames can not be changed.");
   /* numbers compare by value */
   NO_W(&ADMIN, "org.couchdb.user:5", "{'type':'user','name':5,'roles':[]}",
-       "{'type':'user','name':5.0,'roles':[]}", 500, "TypeError",
+       "{'type':'user','name':5.0,'roles':[]}", DV_EVDU_TYPEERROR,
        "newDoc.name.indexOf is not a function");
   FORBID(&ADMIN, "org.couchdb.user:5", "{'type':'user','name':5,'roles':[]}",
          "{'type':'user','name':'5','roles':[]}", "Usernames can not be changed.");
@@ -450,13 +468,13 @@ TEST(users_validate_js_semantics) {
   /* only _deleted: true is a delete */
   FORBID(&BOB, BOB_ID, "{'_deleted':false}", BOB_OLD, "doc.type must be user");
   /* the function reads oldDoc.name on a delete: no old document, a crash */
-  NO_W(&BOB, BOB_ID, DEL, NULL, 500, "TypeError",
+  NO_W(&BOB, BOB_ID, DEL, NULL, DV_EVDU_TYPEERROR,
        "can't access property \"name\", oldDoc is null");
-  NO_W(&ANON, BOB_ID, DEL, NULL, 500, "TypeError",
+  NO_W(&ANON, BOB_ID, DEL, NULL, DV_EVDU_TYPEERROR,
        "can't access property \"name\", oldDoc is null");
   /* old roles that are not an array cannot be sorted */
   NO_W(&BOB, BOB_ID, "{'type':'user','name':'bob','roles':[]}",
-       "{'type':'user','name':'bob','roles':'admin'}", 500, "TypeError",
+       "{'type':'user','name':'bob','roles':'admin'}", DV_EVDU_TYPEERROR,
        "(oldDoc.roles || []).sort is not a function");
   FORBID(&BOB, BOB_ID, "{'type':'user','name':'bob','roles':['1']}",
          "{'type':'user','name':'bob','roles':[1]}", "Only _admin may edit roles");
@@ -525,20 +543,20 @@ TEST(users_password_hashed) {
     ASSERT_MEM_EQ(o->u.members[i].key, o->u.members[i].klen, order2[i], strlen(order2[i]));
   ASSERT_STR_EQ(str(o, "email"), "b@x");
   /* the admin's prf and iterations */
-  users_err e;
+  const char *why;
   json_val *out = NULL;
   ASSERT_OK(users_check_write(&A, &ADMIN, BOB_ID, strlen(BOB_ID),
                               J("{'type':'user','name':'bob','roles':[],'password':'x'}"), NULL,
-                              "sha512", 3, &out, &e));
+                              "sha512", 3, &out, &why));
   check_creds(out, "sha512", 128, "x");
   ASSERT_STR_EQ(S(json_obj_getz(out, "iterations")), "3");
   ASSERT_OK(users_check_write(&A, &ADMIN, BOB_ID, strlen(BOB_ID),
                               J("{'type':'user','name':'bob','roles':[],'password':'x'}"), NULL,
-                              "sha", 2, &out, &e));
+                              "sha", 2, &out, &why));
   check_creds(out, "sha", 40, "x");
   ASSERT_OK(users_check_write(&A, &ADMIN, BOB_ID, strlen(BOB_ID),
                               J("{'type':'user','name':'bob','roles':[],'password':'x'}"), NULL,
-                              NULL, 2, &out, &e));
+                              NULL, 2, &out, &why));
   check_creds(out, "sha256", 64, "x"); /* NULL prf: CouchDB's default */
   /* an empty password is a password */
   o = OK_W(&ANON, BOB_ID, "{'type':'user','name':'bob','roles':[],'password':''}", NULL);
@@ -558,13 +576,13 @@ TEST(users_password_left_alone) {
   json_val *doc = J("{'type':'user','name':'bob','roles':[],'password':null,'password_sha':'a',"
                     "'salt':'b','preserve_salt':true}"),
            *out = NULL;
-  users_err e;
+  const char *why;
   ASSERT_OK(
-      users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 10, &out, &e));
+      users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 10, &out, &why));
   ASSERT(out == doc);
   doc = J(BOB_UPD);
   ASSERT_OK(users_check_write(&A, &BOB, BOB_ID, strlen(BOB_ID), doc, J(BOB_OLD), "nonsense", 0,
-                              &out, &e));
+                              &out, &why));
   ASSERT(out == doc); /* the configuration is only read for a password */
   arena_free(&A);
 }
@@ -601,12 +619,10 @@ TEST(users_password_refused) {
     char doc[256];
     snprintf(doc, sizeof doc, "{'type':'user','name':'bob','roles':[],'password':%s}", t[i].pw);
     json_val *out = NULL;
-    users_err e;
-    int rc = write_as(&ANON, BOB_ID, doc, NULL, &out, &e);
-    ASSERTF(rc == USERS_REFUSED && e.status == 403 && !strcmp(e.error, "forbidden") &&
-                !strcmp(e.reason, t[i].reason),
-            "%s: rc %d, %d %s \"%s\"; want \"%s\"", doc, rc, e.status, e.error, e.reason,
-            t[i].reason);
+    const char *why;
+    int rc = write_as(&ANON, BOB_ID, doc, NULL, &out, &why);
+    ASSERTF(rc == DV_EFORBIDDEN && why && !strcmp(why, t[i].reason), "%s: %s \"%s\"; want \"%s\"", doc,
+            dv_err_name(rc), why ? why : "-", t[i].reason);
   }
   /* the password is looked at before the _auth rules */
   FORBID(&ANON, BOB_ID, "{'type':'nobody','password':7}", NULL,
@@ -616,18 +632,17 @@ TEST(users_password_refused) {
   FORBID(&ANON, BOB_ID, "{'type':'user','name':'bob','roles':['r'],'password':'p'}", NULL,
          "Only _admin may set roles");
   /* a configuration that cannot hash */
-  users_err e;
+  const char *why;
   json_val *out = NULL;
   json_val *doc = J("{'type':'user','name':'bob','roles':[],'password':'p'}");
-  ASSERT_EQ(users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "md5", 10, &out, &e),
-            USERS_REFUSED);
-  ASSERT_EQ(e.status, 403);
-  ASSERT_STR_EQ(e.reason, "Server cannot hash passwords at this time.");
-  ASSERT_EQ(users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "SHA256", 10, &out, &e),
-            USERS_REFUSED);
-  ASSERT_EQ(users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 0, &out, &e),
-            USERS_REFUSED);
-  ASSERT_STR_EQ(e.reason, "Server cannot hash passwords at this time.");
+  ASSERT_EQ(users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "md5", 10, &out, &why),
+            DV_EFORBIDDEN);
+  ASSERT_STR_EQ(why, "Server cannot hash passwords at this time.");
+  ASSERT_EQ(users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "SHA256", 10, &out, &why),
+            DV_EFORBIDDEN);
+  ASSERT_EQ(users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 0, &out, &why),
+            DV_EFORBIDDEN);
+  ASSERT_STR_EQ(why, "Server cannot hash passwords at this time.");
   ASSERT(out == NULL);
   arena_free(&A);
 }
@@ -661,8 +676,8 @@ TEST(users_password_salt) {
   FORBID(&BOB, BOB_ID, "{'salt':null,'preserve_salt':true,'password':'pw'}", BOB_OLD,
          "Salt value of 'null' is invalid.");
   /* neither is: no clause of couch_passwords:pbkdf2/5 matches */
-  NO_W(&BOB, BOB_ID, "{'salt':1,'preserve_salt':true,'password':2}", BOB_OLD, 500,
-       "unknown_error", "function_clause");
+  NO_W(&BOB, BOB_ID, "{'salt':1,'preserve_salt':true,'password':2}", BOB_OLD, DV_EVDU_UNKNOWN,
+       "function_clause");
   /* a password with a NUL byte is hashed whole */
   o = OK_W(&ANON, BOB_ID, "{'type':'user','name':'bob','roles':[],'password':'a\\u0000b'}", NULL);
   const char *salt = str(o, "salt"), *dk = str(o, "derived_key");
@@ -686,17 +701,17 @@ TEST(users_design_docs) {
   OK_W(&ADMIN, "_design/_auth", ddoc, NULL);
   OK_W(&ADMIN, "_design/_auth", "{'anything':[1,2]}", ddoc);
   OK_W(&ADMIN, "_design/_auth", DEL, ddoc);
-  NO_W(&ANON, "_design/_auth", ddoc, NULL, 401, "unauthorized",
+  NO_W(&ANON, "_design/_auth", ddoc, NULL, DV_EUNAUTHORIZED,
        "You are not a db or server admin.");
-  NO_W(&ANON, "_design/_auth", DEL, ddoc, 401, "unauthorized", "You are not a db or server admin.");
+  NO_W(&ANON, "_design/_auth", DEL, ddoc, DV_EUNAUTHORIZED, "You are not a db or server admin.");
   MISSING(&BOB, "_design/_auth", ddoc, NULL);
   MISSING(&BOB, "_design/_auth", DEL, ddoc);
   /* reads */
   json_val *d = J(ddoc);
   ASSERT(OK_R(&ADMIN, "_design/_auth", d, "validate_doc_update") == d);
-  NO_R(&BOB, "_design/_auth", d, "validate_doc_update", 403, "forbidden",
+  NO_R(&BOB, "_design/_auth", d, "validate_doc_update", DV_EFORBIDDEN,
        "Only administrators can view design docs in the users database.");
-  NO_R(&ANON, "_design/_auth", d, NULL, 403, "forbidden",
+  NO_R(&ANON, "_design/_auth", d, NULL, DV_EFORBIDDEN,
        "Only administrators can view design docs in the users database.");
   arena_free(&A);
 }
@@ -705,12 +720,12 @@ TEST(users_local_docs) {
   arena_init(&A, 0);
   /* CouchDB runs neither hook for _local documents */
   json_val *d = J("{'password':'plain','x':1}"), *out = NULL;
-  users_err e;
-  ASSERT_OK(users_check_write(&A, &ANON, "_local/x", 8, d, NULL, "sha256", 10, &out, &e));
+  const char *why;
+  ASSERT_OK(users_check_write(&A, &ANON, "_local/x", 8, d, NULL, "sha256", 10, &out, &why));
   ASSERT(out == d);
-  ASSERT_OK(users_check_write(&A, &BOB, "_local/x", 8, d, NULL, "sha256", 10, &out, &e));
+  ASSERT_OK(users_check_write(&A, &BOB, "_local/x", 8, d, NULL, "sha256", 10, &out, &why));
   ASSERT(out == d);
-  ASSERT_OK(users_check_read(&A, &ANON, "_local/x", 8, d, NULL, &out, &e));
+  ASSERT_OK(users_check_read(&A, &ANON, "_local/x", 8, d, NULL, &out, &why));
   ASSERT(out == d);
   arena_free(&A);
 }
@@ -726,11 +741,11 @@ TEST(users_read) {
   ASSERT(OK_R(&BOB, BOB_ID, d, NULL) == d);
   ASSERT(OK_R(&BOB, BOB_ID, d, "name") == d);
   /* anyone else: nothing public, nothing to see */
-  NO_R(&ALICE, BOB_ID, d, NULL, 404, "not_found", "missing");
-  NO_R(&ALICE, BOB_ID, d, "", 404, "not_found", "missing");
-  NO_R(&ANON, BOB_ID, d, NULL, 404, "not_found", "missing");
-  NO_R(&ALICE, BOB_ID, d, "phone,address", 404, "not_found", "missing");
-  NO_R(&ALICE, BOB_ID, d, "_id,_rev", 404, "not_found", "missing"); /* not body fields */
+  NO_R(&ALICE, BOB_ID, d, NULL, DV_ENOT_FOUND, "missing");
+  NO_R(&ALICE, BOB_ID, d, "", DV_ENOT_FOUND, "missing");
+  NO_R(&ANON, BOB_ID, d, NULL, DV_ENOT_FOUND, "missing");
+  NO_R(&ALICE, BOB_ID, d, "phone,address", DV_ENOT_FOUND, "missing");
+  NO_R(&ALICE, BOB_ID, d, "_id,_rev", DV_ENOT_FOUND, "missing"); /* not body fields */
   /* the public fields, with _id and _rev */
   ASSERT_STR_EQ(S(OK_R(&ALICE, BOB_ID, d, "name")),
                 "{'_id':'org.couchdb.user:bob','_rev':'2-b','name':'bob'}");
@@ -740,9 +755,9 @@ TEST(users_read) {
   ASSERT_STR_EQ(S(OK_R(&ALICE, BOB_ID, d, "name \t,\n roles ,  type")),
                 "{'_id':'org.couchdb.user:bob','_rev':'2-b','type':'user','name':'bob',"
                 "'roles':['a']}");
-  NO_R(&ALICE, BOB_ID, d, " name", 404, "not_found", "missing");
-  NO_R(&ALICE, BOB_ID, d, "name ", 404, "not_found", "missing");
-  NO_R(&ALICE, BOB_ID, d, "Name", 404, "not_found", "missing");
+  NO_R(&ALICE, BOB_ID, d, " name", DV_ENOT_FOUND, "missing");
+  NO_R(&ALICE, BOB_ID, d, "name ", DV_ENOT_FOUND, "missing");
+  NO_R(&ALICE, BOB_ID, d, "Name", DV_ENOT_FOUND, "missing");
   ASSERT_STR_EQ(S(OK_R(&ALICE, BOB_ID, d, ",name,")),
                 "{'_id':'org.couchdb.user:bob','_rev':'2-b','name':'bob'}");
   /* an empty piece of the list names the (odd) empty key */
@@ -751,12 +766,12 @@ TEST(users_read) {
   /* a document that is no account: stripped for everyone but admins */
   json_val *x = J("{'_id':'other','name':'bob','secret':1}");
   ASSERT_STR_EQ(S(OK_R(&BOB, "other", x, "name")), "{'_id':'other','name':'bob'}");
-  NO_R(&ANON, "other", x, NULL, 404, "not_found", "missing");
+  NO_R(&ANON, "other", x, NULL, DV_ENOT_FOUND, "missing");
   ASSERT(OK_R(&ADMIN, "other", x, NULL) == x);
   /* the owner is told by the id, not by the name field */
   json_val *y = J("{'_id':'org.couchdb.user:bob','name':'alice','secret':1}");
   ASSERT(OK_R(&BOB, BOB_ID, y, NULL) == y);
-  NO_R(&ALICE, BOB_ID, y, NULL, 404, "not_found", "missing");
+  NO_R(&ALICE, BOB_ID, y, NULL, DV_ENOT_FOUND, "missing");
   arena_free(&A);
 }
 
@@ -772,25 +787,23 @@ TEST(users_alloc_fail) {
     json_val *scheme = J("{'type':'user','name':'bob','roles':[],'password_scheme':'md5'}");
     json_val *other = J("{'_id':'org.couchdb.user:bob','name':'bob','email':'e'}");
     json_val *out = NULL, *hashed = NULL;
-    users_err e;
+    const char *w1, *w2, *w3, *w4;
     dv_alloc_fail_after(k);
     int r1 =
-        users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 2, &hashed, &e);
-    int s1 = e.status;
-    int r2 = users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), bad, NULL, "sha256", 2, &out, &e);
-    int s2 = e.status;
+        users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), doc, NULL, "sha256", 2, &hashed, &w1);
+    int r2 = users_check_write(&A, &ANON, BOB_ID, strlen(BOB_ID), bad, NULL, "sha256", 2, &out, &w2);
     int r3 =
-        users_check_write(&A, &ADMIN, BOB_ID, strlen(BOB_ID), scheme, NULL, "sha256", 2, &out, &e);
-    int s3 = e.status;
-    int r4 = users_check_read(&A, &ALICE, BOB_ID, strlen(BOB_ID), other, "name", &out, &e);
-    int s4 = e.status;
+        users_check_write(&A, &ADMIN, BOB_ID, strlen(BOB_ID), scheme, NULL, "sha256", 2, &out, &w3);
+    int r4 = users_check_read(&A, &ALICE, BOB_ID, strlen(BOB_ID), other, "name", &out, &w4);
     dv_alloc_fail_after(-1);
-    ASSERT(r1 == 0 || (r1 == DV_ENOMEM && s1 == 500));
-    ASSERT(r2 == USERS_REFUSED || (r2 == DV_ENOMEM && s2 == 500));
-    ASSERT(r3 == USERS_REFUSED || (r3 == DV_ENOMEM && s3 == 500));
-    ASSERT(r4 == 0 || (r4 == DV_ENOMEM && s4 == 500));
-    failures += (r1 != 0) + (r2 != USERS_REFUSED) + (r3 != USERS_REFUSED) + (r4 != 0);
-    if (!r1 && r2 == USERS_REFUSED && r3 == USERS_REFUSED && !r4) {
+    /* a failure of the server is the code with its own reason */
+    const char *oom = dv_strerror(DV_ENOMEM);
+    ASSERT(r1 == 0 || (r1 == DV_ENOMEM && !strcmp(w1, oom)));
+    ASSERT(r2 == DV_EFORBIDDEN || (r2 == DV_ENOMEM && !strcmp(w2, oom)));
+    ASSERT(r3 == DV_EFORBIDDEN || (r3 == DV_ENOMEM && !strcmp(w3, oom)));
+    ASSERT(r4 == 0 || (r4 == DV_ENOMEM && !strcmp(w4, oom)));
+    failures += (r1 != 0) + (r2 != DV_EFORBIDDEN) + (r3 != DV_EFORBIDDEN) + (r4 != 0);
+    if (!r1 && r2 == DV_EFORBIDDEN && r3 == DV_EFORBIDDEN && !r4) {
       check_creds(hashed, "sha256", 64, "pw");
       ASSERT_STR_EQ(S(out), "{'_id':'org.couchdb.user:bob','name':'bob'}");
       done = 1;

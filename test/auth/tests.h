@@ -23,6 +23,7 @@
   X(crypto_admin_alloc_fail, 5) \
   X(crypto_user_verify, 30) \
   X(crypto_user_hash, 30) \
+  X(users_refusal_rows, 5) \
   X(users_name_of, 5) \
   X(users_signup_anonymous, 5) \
   X(users_write_own_doc, 5) \

@@ -18,6 +18,40 @@ TEST(err_table) {
   ASSERT_STR_EQ(dv_err_name(12345), "UNKNOWN");
   ASSERT_EQ(dv_err_http(-99999), 500);
   ASSERT_STR_EQ(dv_err_couch(DV_EJSON), "bad_request");
+  /* every row: a negative code and a name no other row has (dv_err_name
+   * finds it back), a real HTTP error status, an error name and a reason;
+   * and no two rows with one (status, error, reason): a row says
+   * something the others do not */
+  static const struct {
+    int code, http;
+    const char *name, *couch, *reason;
+  } rows[] = {
+#define ROW(name, code, http, err, reason, cls) {code, http, #name, err, reason},
+      DV_ERR_MAP(ROW)
+#undef ROW
+  };
+  size_t n = sizeof rows / sizeof rows[0];
+  for (size_t i = 0; i < n; i++) {
+    ASSERTF(rows[i].code < 0, "%s: code %d", rows[i].name, rows[i].code);
+    ASSERTF(rows[i].http >= 400 && rows[i].http <= 599, "%s: status %d", rows[i].name, rows[i].http);
+    ASSERTF(rows[i].couch[0] && rows[i].reason[0], "%s: empty error or reason", rows[i].name);
+    ASSERT_STR_EQ(dv_err_name(rows[i].code), rows[i].name);
+    for (size_t j = i + 1; j < n; j++) {
+      ASSERTF(rows[i].code != rows[j].code, "%s and %s share code %d", rows[i].name, rows[j].name, rows[i].code);
+      ASSERTF(strcmp(rows[i].name, rows[j].name), "two rows named %s", rows[i].name);
+      ASSERTF(rows[i].http != rows[j].http || strcmp(rows[i].couch, rows[j].couch) ||
+                  strcmp(rows[i].reason, rows[j].reason),
+              "%s and %s answer the same", rows[i].name, rows[j].name);
+    }
+  }
+  /* rows made for one CouchDB answer keep its (status, error) pair */
+  ASSERT_EQ(dv_err_http(DV_EMISSING_REV), 409);
+  ASSERT_STR_EQ(dv_err_couch(DV_EMISSING_REV), "not_found");
+  ASSERT_EQ(dv_err_http(DV_ERANGE_UNSATISFIABLE), 416);
+  ASSERT_EQ(dv_err_http(DV_EDB_NOT_FOUND), 404);
+  ASSERT_STR_EQ(dv_err_couch(DV_EDB_NOT_FOUND), "db_not_found");
+  ASSERT_EQ(dv_err_http(DV_EREPL_UNREACHABLE), 500);
+  ASSERT_STR_EQ(dv_err_couch(DV_EREPL_UNREACHABLE), "db_not_found");
 }
 
 TEST(buf_grow) {
