@@ -123,19 +123,19 @@ extern const api_routes api_server_routes, api_repl_routes, api_db_routes, api_b
 /* Open r->app->db from r->app->db_name and check membership. On failure
  * writes the error (404 "Database does not exist.", 400
  * illegal_database_name, 401/403) and returns nonzero. */
-int hreq_open_db(hreq *r);
+int api_open_db(hreq *r);
 
 /* A document id the store accepts (store_docid_problem; local: "_local/…"
  * too): 0, or 400 illegal_docid with CouchDB's reason written and -1. */
-int hreq_docid_ok(hreq *r, const char *id, size_t n, int local);
+int api_docid_ok(hreq *r, const char *id, size_t n, int local);
 
 /* A write's answer, {"ok":true,"id":…[,"rev":…]} with status; the ETag
  * (rev) and the document's Location (/{db}/{id}) when asked. */
-void hres_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc);
+void api_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc);
 
 /* A new id as 32 lower-case hex chars + NUL (new doc ids, /_uuids):
  * CouchDB's "sequential" algorithm (server.c). */
-void http_uuid(char out[33]);
+void api_uuid(char out[33]);
 
 /* ---- who asks, and may they (authn.c, over auth/) ------------------------ */
 
@@ -202,7 +202,7 @@ void hapi_ensure_full_commit(hreq *r); /* /{db}/_ensure_full_commit */
 /* doc.c */
 void hapi_doc_post(hreq *r);      /* POST /{db} (called by hapi_db) */
 void hapi_doc(hreq *r);           /* /{db}/{docid} incl. _design/ and _local/ */
-void hapi_doc_mp_begin(hreq *r);  /* a multipart/related PUT's sink (hatt_upload_begin) */
+void hapi_doc_mp_begin(hreq *r);  /* a multipart/related PUT's sink (hapi_att_upload) */
 
 /* bulk.c */
 void hapi_bulk_docs(hreq *r);     /* /{db}/_bulk_docs */
@@ -341,7 +341,7 @@ int hatt_out_doc(hatt_out *o, const char *b, const json_val *doc, const store_at
 void hatt_out_send(hreq *r, hatt_out *o, int status, const char *ctype);
 
 /* att.c */
-void hatt_upload_begin(hreq *r);  /* PUT /{db}/{docid}/{att…} (streamed): the checks that need no body, then hreq_sink */
+void hapi_att_upload(hreq *r);  /* PUT /{db}/{docid}/{att…} (streamed): the checks that need no body, then hreq_sink */
 void hapi_att(hreq *r);           /* /{db}/{docid}/{att…}: GET HEAD PUT DELETE (called by hapi_doc) */
 void hapi_doc_form(hreq *r);      /* POST /{db}/{docid} multipart/form-data (called by hapi_doc) */
 

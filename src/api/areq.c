@@ -10,7 +10,7 @@
 
 #include "api/api.h"
 
-int hreq_open_db(hreq *r) {
+int api_open_db(hreq *r) {
   if (r->app->db) return 0;
   int rc = store_db_name_check(r->app->db_name, strlen(r->app->db_name));
   if (!rc) rc = store_db_open(api_store(r), r->app->db_name, &r->app->db);
@@ -27,14 +27,14 @@ int hreq_open_db(hreq *r) {
   return api_db_member(r, r->route && (r->route->flags & API_DB_ADMIN));
 }
 
-int hreq_docid_ok(hreq *r, const char *id, size_t n, int local) {
+int api_docid_ok(hreq *r, const char *id, size_t n, int local) {
   const char *why = store_docid_problem(id, n, local);
   if (!why) return 0;
   hres_errw(r, DV_EBAD_DOCID, why);
   return -1;
 }
 
-void hres_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc) {
+void api_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc) {
   json_w w;
   hres_jw(r, status, &w);
   json_w_obj_begin(&w);
@@ -81,7 +81,7 @@ static pthread_mutex_t uuid_mu = PTHREAD_MUTEX_INITIALIZER;
 static char uuid_prefix[27];
 static uint32_t uuid_seq;
 
-void http_uuid(char out[33]) {
+void api_uuid(char out[33]) {
   static const char hex[] = "0123456789abcdef";
   pthread_mutex_lock(&uuid_mu);
   uint32_t inc = 1 + random_below(0xffe);

@@ -7,7 +7,7 @@
  *
  *   PUT   a route flagged HTTP_STREAM_BODY (doc.c's table): the engine
  *         authenticates it before any body byte is read and calls
- *         hatt_upload_begin: every check that needs no body, including the
+ *         hapi_att_upload: every check that needs no body, including the
  *         read of the parent revision, so a conflict is answered without
  *         reading a gigabyte first. Each piece of the body then comes to
  *         up_write: counted against [couchdb] max_attachment_size, MD5'd
@@ -246,7 +246,7 @@ static void send_written(hreq *r, int status, const store_rev *rev) {
   store_rev_format(rev, &rb);
   buf_putc(&rb, 0);
   if (buf_error(&rb)) hres_err(r, DV_ENOMEM);
-  else hres_written(r, status, r->app->docid, r->app->docid_len, (const char *)rb.p, 1, 0);
+  else api_written(r, status, r->app->docid, r->app->docid_len, (const char *)rb.p, 1, 0);
   buf_free(&rb);
 }
 
@@ -487,7 +487,7 @@ static const hsink_ops UP_OPS = {up_write, up_finish, up_done};
  * the id and the name, the encodings, the rev, the declared size, the
  * parent revision. NULL with the error written. */
 static att_up *up_prepare(hreq *r) {
-  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 0) || write_allowed(r)) return NULL;
+  if (api_docid_ok(r, r->app->docid, r->app->docid_len, 0) || write_allowed(r)) return NULL;
   att_up *u = arena_calloc(&r->a, sizeof *u);
   if (!u) {
     hres_err(r, DV_ENOMEM);
@@ -556,7 +556,7 @@ static att_up *up_prepare(hreq *r) {
   return u;
 }
 
-void hatt_upload_begin(hreq *r) {
+void hapi_att_upload(hreq *r) {
   att_up *u = up_prepare(r);
   if (u) hreq_sink(r, &UP_OPS, u);
 }
@@ -825,7 +825,7 @@ static void att_get(hreq *r) {
   /* send_ranges_multipart: "--B", then per range CRLF, its headers, CRLF,
    * the bytes, CRLF "--B"; then "--". */
   char bnd[33];
-  http_uuid(bnd);
+  api_uuid(bnd);
   dv_buf hb;
   buf_init(&hb);
   buf_puts(&hb, "--");
@@ -868,7 +868,7 @@ static void att_delete(hreq *r) {
     hres_err(r, rc);
     return;
   }
-  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 0) || write_allowed(r) || name_ok(r, name, nlen) ||
+  if (api_docid_ok(r, r->app->docid, r->app->docid_len, 0) || write_allowed(r) || name_ok(r, name, nlen) ||
       write_rev(r, &rev, &rev_n, &have))
     return;
   json_val *doc;
@@ -1119,7 +1119,7 @@ static int form_att(hreq *r, const hatt_cfg *cfg, form_file *ff, store_att *out,
 }
 
 void hapi_doc_form(hreq *r) {
-  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 0)) return;
+  if (api_docid_ok(r, r->app->docid, r->app->docid_len, 0)) return;
   const char *ct = hreq_hdr(r, "Content-Type");
   size_t n = strlen("multipart/form-data");
   if (!ct || strncasecmp(ct, "multipart/form-data", n) || (ct[n] && ct[n] != ';' && ct[n] != ' ')) {

@@ -74,7 +74,7 @@ int api_authorize(hreq *r, const http_route *rt) {
   if ((f & API_DOC) && r->app->users_db && r->app->docid && r->app->docid[0] != '_' &&
       (r->method == HM_GET || r->method == HM_HEAD || r->method == HM_PUT || r->method == HM_DELETE))
     r->app->users_doc = 1;
-  if (f & API_NEEDS_DB) return hreq_open_db(r);
+  if (f & API_NEEDS_DB) return api_open_db(r);
   return 0;
 }
 

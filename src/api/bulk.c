@@ -498,7 +498,7 @@ void hapi_bulk_docs(hreq *r) {
         hres_err(r, DV_ENOMEM);
         goto done;
       }
-      http_uuid(u);
+      api_uuid(u);
       e->id = u;
       e->id_len = 32;
     }

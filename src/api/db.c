@@ -27,7 +27,7 @@ static void db_create(hreq *r) {
   if (!rc) rc = store_db_create(api_store(r), r->app->db_name);
   if (rc == DV_EBAD_DB_NAME) {
     r->app->db = NULL;
-    if (hreq_open_db(r)) return; /* writes CouchDB's illegal_database_name */
+    if (api_open_db(r)) return; /* writes CouchDB's illegal_database_name */
   }
   if (rc) {
     hres_err(r, rc);
@@ -49,7 +49,7 @@ static void db_delete(hreq *r) {
   }
   int rc = store_db_name_check(r->app->db_name, strlen(r->app->db_name));
   if (rc) {
-    if (hreq_open_db(r)) return;
+    if (api_open_db(r)) return;
   }
   rc = store_db_delete(api_store(r), r->app->db_name);
   if (rc) hres_err(r, rc);

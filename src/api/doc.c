@@ -252,7 +252,7 @@ static int doc_fields(hreq *r, const json_val *doc, trev *rev, int *have) {
         hres_errw(r, DV_EBAD_DOCID, "Document id must be a string");
         return -1;
       }
-      if (hreq_docid_ok(r, m->val->u.s, m->val->len, 1)) return -1;
+      if (api_docid_ok(r, m->val->u.s, m->val->len, 1)) return -1;
       break;
     case STORE_MEMBER_REV:
       if (revs_set) break; /* _revisions came first and wins */
@@ -719,7 +719,7 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
   rc = store_local_put(r->app->db, id, n, e.body, cur, e.deleted, local_flags(r), &nrev);
   if (rc == DV_ENOT_FOUND && e.deleted) rc = 0; /* deleting nothing: CouchDB answers 0-0 */
   if (batch) {
-    hres_written(r, 202, id, n, NULL, 0, 0);
+    api_written(r, 202, id, n, NULL, 0, 0);
     return;
   }
   if (rc) {
@@ -728,7 +728,7 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
   }
   char rs[32];
   snprintf(rs, sizeof rs, "0-%lld", (long long)(e.deleted ? 0 : nrev));
-  hres_written(r, e.deleted ? ans->deleted : ans->created, id, n, rs, ans->etag, ans->loc);
+  api_written(r, e.deleted ? ans->deleted : ans->created, id, n, rs, ans->etag, ans->loc);
 }
 
 /* One edit through the store, answered as ans says. w (may be NULL: no
@@ -757,7 +757,7 @@ static void edit_answer(hreq *r) {
   const wans *ans = p->ans;
   if (batch && !(!rc && e->why)) { /* CouchDB answers before it writes; errors only reach its log
                                      (a validator's refusal came first, as it did before the hooks) */
-    hres_written(r, 202, e->id, e->id_len, NULL, 0, 0);
+    api_written(r, 202, e->id, e->id_len, NULL, 0, 0);
     return;
   }
   if (!rc) rc = e->rc;
@@ -770,7 +770,7 @@ static void edit_answer(hreq *r) {
     hres_err(r, DV_ENOMEM);
     return;
   }
-  hres_written(r, e->deleted ? ans->deleted : ans->created, e->id, e->id_len, rev, ans->etag, ans->loc);
+  api_written(r, e->deleted ? ans->deleted : ans->created, e->id, e->id_len, rev, ans->etag, ans->loc);
 }
 
 /* Write e and answer once it is durable, without holding a thread while
@@ -862,7 +862,7 @@ static int is_mp_related(const char *ct) { return ct && hparse_media_is(ct, strl
 /* PUT /{db}/{docid}: a JSON document, or a multipart/related body (the
  * document, then the content of its "follows" attachments). */
 static void doc_put(hreq *r, const docq *q, int local) {
-  if (hreq_docid_ok(r, r->app->docid, r->app->docid_len, 1)) return;
+  if (api_docid_ok(r, r->app->docid, r->app->docid_len, 1)) return;
   putctx c = {.r = r, .q = q, .local = local, .batch = batch_ok(r)};
   hatt_w *w = hatt_w_new(r);
   if (!w) {
@@ -929,7 +929,7 @@ void hapi_doc_mp_begin(hreq *r) {
     hres_err(r, DV_ENOMEM);
     return;
   }
-  if (parse_docq(r, &u->q) || hreq_docid_ok(r, r->app->docid, r->app->docid_len, 1)) return;
+  if (parse_docq(r, &u->q) || api_docid_ok(r, r->app->docid, r->app->docid_len, 1)) return;
   u->c = (putctx){.r = r, .q = &u->q, .local = 0, .batch = batch_ok(r)};
   if (!(u->w = hatt_w_new(r))) {
     hres_err(r, DV_ENOMEM);
@@ -962,7 +962,7 @@ static void doc_delete(hreq *r, int local) {
     rc = store_local_put(r->app->db, r->app->docid, r->app->docid_len, NULL, n, 1, local_flags(r), NULL);
     if (rc == DV_ENOT_FOUND) rc = DV_ECONFLICT; /* deleted meanwhile */
     if (rc) write_err(r, rc, r->app->docid, r->app->docid_len);
-    else hres_written(r, ANS_DELETE.deleted, r->app->docid, r->app->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);
+    else api_written(r, ANS_DELETE.deleted, r->app->docid, r->app->docid_len, "0-0", ANS_DELETE.etag, ANS_DELETE.loc);
     return;
   }
   store_leaf *lv;
@@ -1051,7 +1051,7 @@ static void doc_copy(hreq *r, int local) {
       return;
     }
   }
-  if (hreq_docid_ok(r, tid, tn, 1)) return;
+  if (api_docid_ok(r, tid, tn, 1)) return;
   if (is_local(tid, tn)) {
     local_write(r, doc, tid, tn, &trv, have_t, 0, &ANS_COPY);
     return;
@@ -1149,7 +1149,7 @@ void hapi_doc_post(hreq *r) {
       hres_err(r, DV_ENOMEM);
       return;
     }
-    http_uuid(u);
+    api_uuid(u);
     id = u;
     n = 32;
     json_obj_del(doc, "_rev", 4);
@@ -1197,7 +1197,7 @@ static const http_route routes[] = {
      * after it takes the rest) */
     {M(PUT), "/{db}/_design/{id}", DOC | HTTP_STREAM_BODY | HTTP_MULTIPART, hapi_doc_mp_begin},
     {HTTP_ANY, "/{db}/_design/{id}", DOC, hapi_doc},
-    {M(PUT), "/{db}/_design/{id}/{rest}", DOC | HTTP_STREAM_BODY, hatt_upload_begin},
+    {M(PUT), "/{db}/_design/{id}/{rest}", DOC | HTTP_STREAM_BODY, hapi_att_upload},
     {HTTP_ANY, "/{db}/_design/{id}/{rest}", DOC, hapi_doc},
     {HTTP_ANY, "/{db}/_local/{id}", DOC, hapi_doc},
     {HTTP_ANY, "/{db}/_local/{id}/{rest}", DOC, hapi_doc},
@@ -1205,7 +1205,7 @@ static const http_route routes[] = {
     {HTTP_ANY, "/{db}/{_id}", DOC, hapi_doc},        /* "_design%2Fx", or an id it refuses */
     {M(PUT), "/{db}/{id}", DOC | HTTP_STREAM_BODY | HTTP_MULTIPART, hapi_doc_mp_begin},
     {HTTP_ANY, "/{db}/{id}", DOC, hapi_doc},
-    {M(PUT), "/{db}/{id}/{rest}", DOC | HTTP_STREAM_BODY, hatt_upload_begin},
+    {M(PUT), "/{db}/{id}/{rest}", DOC | HTTP_STREAM_BODY, hapi_att_upload},
     {HTTP_ANY, "/{db}/{id}/{rest}", DOC, hapi_doc},
 };
 const api_routes api_doc_routes = API_TABLE(routes);

@@ -948,7 +948,7 @@ void hatt_out_free(hatt_out *o) {
   dv_free(o);
 }
 
-void hatt_boundary(char out[33]) { http_uuid(out); }
+void hatt_boundary(char out[33]) { api_uuid(out); }
 
 static oseg *seg_new(hatt_out *o) {
   if (o->n_seg == o->cap_seg) {

@@ -144,7 +144,7 @@ void hapi_no_db(hreq *r) {
 
 static void bad_db_name(hreq *r) {
   r->app->db_name = r->seg[0];
-  (void)hreq_open_db(r); /* writes CouchDB's illegal_database_name */
+  (void)api_open_db(r); /* writes CouchDB's illegal_database_name */
 }
 
 void hapi_missing(hreq *r) { hres_err(r, DV_ENOT_FOUND); }

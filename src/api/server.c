@@ -259,7 +259,7 @@ void hapi_uuids(hreq *r) {
   json_w_arr_begin(&w);
   for (int64_t i = 0; i < count; i++) {
     char id[33];
-    http_uuid(id);
+    api_uuid(id);
     json_w_str(&w, id, 32);
   }
   json_w_arr_end(&w);
