@@ -134,7 +134,7 @@ int api_docid_ok(hreq *r, const char *id, size_t n, int local);
 void api_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc);
 
 /* A new id as 32 lower-case hex chars + NUL (new doc ids, /_uuids):
- * CouchDB's "sequential" algorithm (server.c). */
+ * CouchDB's "sequential" algorithm (areq.c). */
 void api_uuid(char out[33]);
 
 /* ---- who asks, and may they (authn.c, over auth/) ------------------------ */

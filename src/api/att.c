@@ -126,12 +126,65 @@ static int write_allowed(hreq *r) {
   return rc ? -1 : 0;
 }
 
-/* One edit through the store as the requester (the write hooks see who). */
+/* One edit through the store as the requester (the write hooks see who),
+ * blocking: for the form upload, whose files are freed right after. */
 static int att_update(hreq *r, store_edit *e) {
   store_wctx w;
   store_user u;
   api_wctx(r, &w, &u);
   return store_update(r->app->db, &w, e, 1, 1);
+}
+
+static void write_err(hreq *r, int rc);
+static void send_written(hreq *r, int status, const store_rev *rev);
+static void set_location(hreq *r, const char *name, size_t n);
+
+/* An attachment write in flight (store_update_async): the edit (a copy the
+ * store fills in) and how to answer. */
+typedef struct att_w {
+  store_edit e;
+  int status;            /* 201 for a PUT, 200 for a DELETE */
+  const char *loc;       /* the attachment's name for Location, or NULL */
+  size_t loc_n;
+  int rc;
+  store_wctx wc;         /* who writes, as long as the store may ask */
+  store_user su;
+} att_w;
+
+static void att_committed(void *arg, int rc) {
+  hreq *r = arg;
+  ((att_w *)r->app->pending)->rc = rc;
+  hdefer_done(r); /* att_answer runs on a pool thread */
+}
+
+static void att_answer(hreq *r) {
+  att_w *p = r->app->pending;
+  int rc = p->rc ? p->rc : p->e.rc;
+  if (rc) {
+    write_err(r, rc);
+    return;
+  }
+  send_written(r, p->status, &p->e.rev);
+  if (p->loc) set_location(r, p->loc, p->loc_n);
+}
+
+/* Write e as the requester and answer status (with the Location of
+ * attachment loc when given) once it is durable, without holding a thread
+ * while it commits. What the edit uses must live until the request ends. */
+static void att_write(hreq *r, const store_edit *e, int status, const char *loc, size_t loc_n) {
+  att_w *p = arena_calloc(&r->a, sizeof *p);
+  if (!p) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  p->e = *e;
+  p->status = status;
+  p->loc = loc;
+  p->loc_n = loc_n;
+  api_wctx(r, &p->wc, &p->su);
+  r->app->pending = p;
+  hres_defer_then(r, att_answer);
+  store_update_async(r->app->db, &p->wc, &p->e, 1, 1, att_committed, r);
 }
 
 /* ---- revisions ----------------------------------------------------------- */
@@ -336,6 +389,7 @@ static int load_parent(hreq *r, const char *rev_s, size_t rev_n, int have, json_
 
 typedef struct att_up {
   hreq *r;                /* the request (the sink's state lives in its arena) */
+  int streamed;           /* the body came through the sink (hapi_att_upload) */
   const char *name;       /* the attachment (arena) */
   size_t name_len;
   const char *type;       /* its content_type (arena) */
@@ -461,14 +515,18 @@ static void up_finish(void *arg, hreq *r) {
     return;
   }
   e.atts[e.n_atts++] = na;
-  rc = att_update(r, &e);
-  if (!rc) rc = e.rc;
-  if (rc) {
-    write_err(r, rc);
+  if (!u->streamed) { /* hapi_att frees the upload right after: write now */
+    rc = att_update(r, &e);
+    if (!rc) rc = e.rc;
+    if (rc) {
+      write_err(r, rc);
+      return;
+    }
+    send_written(r, 201, &e.rev);
+    set_location(r, u->name, u->name_len);
     return;
   }
-  send_written(r, 201, &e.rev);
-  set_location(r, u->name, u->name_len);
+  att_write(r, &e, 201, u->name, u->name_len); /* up_done runs after the answer */
 }
 
 static void up_done(void *arg) {
@@ -558,7 +616,9 @@ static att_up *up_prepare(hreq *r) {
 
 void hapi_att_upload(hreq *r) {
   att_up *u = up_prepare(r);
-  if (u) hreq_sink(r, &UP_OPS, u);
+  if (!u) return;
+  u->streamed = 1; /* the sink's done frees the upload once the write was answered */
+  hreq_sink(r, &UP_OPS, u);
 }
 
 /* ---- reads (GET, HEAD) --------------------------------------------------- */
@@ -886,13 +946,11 @@ static void att_delete(hreq *r) {
   }
   store_edit e;
   rc = edit_from(r, doc, name, nlen, &e);
-  if (!rc) rc = att_update(r, &e);
-  if (!rc) rc = e.rc;
   if (rc) {
     write_err(r, rc);
     return;
   }
-  send_written(r, 200, &e.rev);
+  att_write(r, &e, 200, NULL, 0);
 }
 
 /* ---- entry point --------------------------------------------------------- */

@@ -9,7 +9,7 @@
  *                                    ({db} may hold slashes: other/_replicator)
  *   GET  /_active_tasks              running replications
  *
- * All are server-admin endpoints (auth_authorize checks, as CouchDB).
+ * All are server-admin endpoints (their routes carry API_SERVER_ADMIN, as CouchDB).
  * Documents written to a _replicator database are checked by
  * hrepl_doc_check (CouchDB's validate_doc_update there).
  */
