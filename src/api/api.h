@@ -62,6 +62,8 @@ typedef struct api_srv {
  * mints the replicator token. */
 int api_app(api_srv *s, http_app *out) DV_MUST_CHECK;
 
+typedef struct api_write api_write;
+
 /* The request's CouchDB side (the engine's r->app). */
 struct hreq_app {
   /* captured by the route (route.c) */
@@ -82,6 +84,7 @@ struct hreq_app {
   int users_doc;                  /* a document request on _users: users.c's rules, not _security */
   const json_val *sec;            /* the _security object in force, once read */
   void *pending;                  /* a write in flight: its handler's state (hres_defer_then) */
+  api_write *write;               /* … and its api_update part */
   struct hatt_w *att_w;           /* the request's attachment state (docatt.c), freed at its end */
 };
 
@@ -161,6 +164,17 @@ int api_is_users_db(hreq *r);
  * path. 0; or a refusal (DV_EFORBIDDEN, DV_EUNAUTHORIZED) with *why its
  * reason; or another code (hashing failed). Nothing written. */
 int api_may_write(hreq *r, const char *id, size_t n, int att, json_val **doc, const char **why);
+/* A write in flight: what store_update_async needs past the handler, and
+ * its answer. A handler's own state embeds it (r->app->pending). */
+struct api_write {
+  int rc;                 /* the store's answer (then each edit's rc) */
+  store_wctx wc;          /* who writes, as long as the store may ask */
+  store_user su;
+};
+/* Write edits[0..n) as the requester without holding a thread while they
+ * commit: then(r) runs on a pool thread once they are durable (or failed:
+ * w->rc), and builds the answer. w and the edits live in r->a. */
+void api_update(hreq *r, api_write *w, store_edit *edits, size_t n, int new_edits, void (*then)(hreq *r));
 /* Who writes, for store_update (store/hooks.h). u must live as long as w. */
 void api_wctx(hreq *r, store_wctx *w, store_user *u);
 

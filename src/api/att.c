@@ -142,24 +142,16 @@ static void set_location(hreq *r, const char *name, size_t n);
 /* An attachment write in flight (store_update_async): the edit (a copy the
  * store fills in) and how to answer. */
 typedef struct att_w {
+  api_write w;
   store_edit e;
   int status;            /* 201 for a PUT, 200 for a DELETE */
   const char *loc;       /* the attachment's name for Location, or NULL */
   size_t loc_n;
-  int rc;
-  store_wctx wc;         /* who writes, as long as the store may ask */
-  store_user su;
 } att_w;
-
-static void att_committed(void *arg, int rc) {
-  hreq *r = arg;
-  ((att_w *)r->app->pending)->rc = rc;
-  hdefer_done(r); /* att_answer runs on a pool thread */
-}
 
 static void att_answer(hreq *r) {
   att_w *p = r->app->pending;
-  int rc = p->rc ? p->rc : p->e.rc;
+  int rc = p->w.rc ? p->w.rc : p->e.rc;
   if (rc) {
     write_err(r, rc);
     return;
@@ -181,10 +173,8 @@ static void att_write(hreq *r, const store_edit *e, int status, const char *loc,
   p->status = status;
   p->loc = loc;
   p->loc_n = loc_n;
-  api_wctx(r, &p->wc, &p->su);
   r->app->pending = p;
-  hres_defer_then(r, att_answer);
-  store_update_async(r->app->db, &p->wc, &p->e, 1, 1, att_committed, r);
+  api_update(r, &p->w, &p->e, 1, 1, att_answer);
 }
 
 /* ---- revisions ----------------------------------------------------------- */

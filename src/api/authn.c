@@ -129,6 +129,19 @@ int api_may_write(hreq *r, const char *id, size_t n, int att, json_val **doc, co
   return auth_users_prepare(&e, &u, r->app->db_admin, id, n, *doc, doc);
 }
 
+static void api_committed(void *arg, int rc) {
+  hreq *r = arg;
+  r->app->write->rc = rc;
+  hdefer_done(r); /* the handler's then() runs on a pool thread */
+}
+
+void api_update(hreq *r, api_write *w, store_edit *edits, size_t n, int new_edits, void (*then)(hreq *r)) {
+  api_wctx(r, &w->wc, &w->su);
+  r->app->write = w;
+  hres_defer_then(r, then);
+  store_update_async(r->app->db, &w->wc, edits, n, new_edits, api_committed, r);
+}
+
 void api_wctx(hreq *r, store_wctx *w, store_user *u) {
   auth_user au = user_of(r);
   auth_wctx(&au, r->app->db_admin, r->app->sec, &r->a, w, u);

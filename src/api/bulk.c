@@ -347,30 +347,22 @@ static int bdoc_rights(hreq *r, bdoc *d) {
 
 /* A _bulk_docs write in progress: its rounds, one store_update_async each. */
 typedef struct bulk_w {
+  api_write w;
   bdoc *d;
   size_t n;
   store_edit *edits;
   size_t *round_end;
   size_t n_rounds, k;   /* rounds, and the next one */
   int new_edits;
-  int rc;               /* the last round's */
-  store_wctx wc;        /* who writes (lives as long as the rounds) */
-  store_user su;
 } bulk_w;
-
-static void bulk_committed(void *arg, int rc) {
-  hreq *r = arg;
-  ((bulk_w *)r->app->pending)->rc = rc;
-  hdefer_done(r); /* bulk_round continues on a pool thread */
-}
 
 static void bulk_answer(hreq *r, bulk_w *b);
 
 /* Start the next round, or answer once they are all written. */
 static void bulk_round(hreq *r) {
   bulk_w *b = r->app->pending;
-  if (b->rc) {
-    hres_err(r, b->rc);
+  if (b->w.rc) {
+    hres_err(r, b->w.rc);
     return;
   }
   if (b->k == b->n_rounds) {
@@ -378,8 +370,7 @@ static void bulk_round(hreq *r) {
     return;
   }
   size_t from = b->k ? b->round_end[b->k - 1] : 0, to = b->round_end[b->k++];
-  hres_defer_then(r, bulk_round);
-  store_update_async(r->app->db, &b->wc, b->edits + from, to - from, b->new_edits, bulk_committed, r);
+  api_update(r, &b->w, b->edits + from, to - from, b->new_edits, bulk_round);
 }
 
 static void bulk_answer(hreq *r, bulk_w *b) {
@@ -530,7 +521,6 @@ void hapi_bulk_docs(hreq *r) {
   }
   *b = (bulk_w){.d = d, .n = n, .edits = edits, .round_end = round_end, .n_rounds = n_rounds,
                 .new_edits = new_edits};
-  api_wctx(r, &b->wc, &b->su);
   r->app->pending = b;
   bulk_round(r);
   return;

@@ -736,24 +736,16 @@ static void local_write(hreq *r, json_val *doc, const char *id, size_t n, const 
 /* A document write in flight (store_update_async): its edit (a copy the
  * store fills in) and how to answer. */
 typedef struct doc_w {
+  api_write w;
   store_edit e;
   int batch;
   const wans *ans;
-  int rc;
-  store_wctx wc; /* who writes, as long as the store may ask */
-  store_user su;
 } doc_w;
-
-static void edit_committed(void *arg, int rc) {
-  hreq *r = arg;
-  ((doc_w *)r->app->pending)->rc = rc;
-  hdefer_done(r); /* edit_answer runs on a pool thread */
-}
 
 static void edit_answer(hreq *r) {
   doc_w *p = r->app->pending;
   store_edit *e = &p->e;
-  int rc = p->rc, batch = p->batch;
+  int rc = p->w.rc, batch = p->batch;
   const wans *ans = p->ans;
   if (batch && !(!rc && e->why)) { /* CouchDB answers before it writes; errors only reach its log
                                      (a validator's refusal came first, as it did before the hooks) */
@@ -791,10 +783,8 @@ static void edit_write(hreq *r, store_edit *e, int new_edits, int batch, const w
   p->e = *e;
   p->batch = batch;
   p->ans = ans;
-  api_wctx(r, &p->wc, &p->su);
   r->app->pending = p;
-  hres_defer_then(r, edit_answer);
-  store_update_async(r->app->db, &p->wc, &p->e, 1, new_edits, edit_committed, r);
+  api_update(r, &p->w, &p->e, 1, new_edits, edit_answer);
 }
 
 /* A PUT in progress: the document comes from the JSON body or from the

@@ -1830,7 +1830,11 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   rocksdb_options_set_max_background_jobs(d->opts, 2);
   rocksdb_options_set_write_buffer_size(d->opts, (o->memtable_mb ? o->memtable_mb : 64) << 20);
   rocksdb_options_set_compression(d->opts, rocksdb_lz4_compression);
-  rocksdb_options_set_wal_compression(d->opts, rocksdb_zstd_compression);
+  /* No WAL compression: Debian's RocksDB 7.8.3 misreads a compressed record
+   * whose fragments land at the same offset of its read buffer (fixed
+   * upstream in 8.0, facebook/rocksdb#11198), so a store killed while
+   * writing large batches could not be opened again ("Corruption: bad
+   * WriteBatch Delete", seen in repl_faults). */
   d->cache = rocksdb_cache_create_lru((o->block_cache_mb ? o->block_cache_mb : 256) << 20);
   d->bbto = rocksdb_block_based_options_create();
   rocksdb_block_based_options_set_block_cache(d->bbto, d->cache);
