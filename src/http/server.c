@@ -1052,9 +1052,12 @@ fail:
 
 void http_stop(http_server *s) {
   if (!s) return;
-  /* Stop accepting and the reaper, end every feed (resuming the suspended
-   * ones so MHD can finish them), then stop the daemon. */
-  MHD_quiesce_daemon(s->d);
+  /* Stop the reaper, end every feed (resuming the suspended ones so MHD can
+   * finish them; one that starts from now on ends at once: feed_link),
+   * then stop the daemon. No MHD_quiesce_daemon: with an epoll thread pool,
+   * libmicrohttpd 0.9.75 races its own workers removing the listen socket
+   * from their epoll sets and aborts ("Failed to remove listen FD from
+   * epoll set", seen once in http_conformance's stop). */
   pthread_mutex_lock(&s->mu);
   s->stopping = 1;
   pthread_cond_broadcast(&s->cv);
