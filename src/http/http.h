@@ -298,7 +298,8 @@ void hres_stream(hreq *r, int status, const char *ctype, uint64_t len, const hst
  * application's own (its authorize callback reads them). */
 enum {
   HTTP_STREAM_BODY = 1 << 0, /* the handler runs before the body: it sets a sink (hreq_sink) */
-  HTTP_MULTIPART = 1 << 1,   /* with HTTP_STREAM_BODY: only when Content-Type is multipart/related */
+  HTTP_MULTIPART = 1 << 1,   /* a row for multipart/related bodies only: app->route takes it for no other
+                                Content-Type (the next row of its pattern answers those) */
   HTTP_JSON_BODY = 1 << 2,   /* Content-Type must be application/json, else 415 */
   HTTP_JSON_OBJECT = 1 << 3, /* HTTP_JSON_BODY, and the body a JSON object, parsed into r->json, else 400 */
   HTTP_APP_FLAGS = 1 << 8,

@@ -70,7 +70,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/hparse.h"
 #include "http/http_int.h"
 #include "http/hwire.h"
 #include "util/alloc.h"
@@ -819,13 +818,7 @@ static enum MHD_Result defer_step(struct hctx *x) {
 }
 
 /* A route whose body streams to its handler's sink. */
-static int streams(hreq *r) {
-  const http_route *rt = r->route;
-  if (!(rt->flags & HTTP_STREAM_BODY)) return 0;
-  if (!(rt->flags & HTTP_MULTIPART)) return 1;
-  const char *ct = hreq_hdr(r, "Content-Type");
-  return ct && hparse_media_is(ct, strlen(ct), "multipart/related");
-}
+static int streams(hreq *r) { return (r->route->flags & HTTP_STREAM_BODY) != 0; }
 
 /* 405 with Allow listing the route's methods. */
 static void refuse_method(hreq *r, unsigned methods) {
