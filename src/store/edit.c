@@ -830,7 +830,7 @@ static int up_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   if (rc) return rc;
   if (uv == 0) return 0; /* nothing written: a read-only commit */
   /* a design document may change the hooks: every process reloads them */
-  if (design && (rc = st_mdv_bump(txn))) return rc;
+  if (design && (rc = st_hooks_changed(txn, x))) return rc;
   if ((rc = st_counter_add(txn, x, "doc_count", dl.dc))) return rc;
   if ((rc = st_counter_add(txn, x, "doc_del_count", dl.ddc))) return rc;
   if ((rc = st_counter_add(txn, x, "size_active", dl.sa))) return rc;

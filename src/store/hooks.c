@@ -33,10 +33,17 @@
  *                                    same transaction; an error aborts it
  *                                    (store_purge calls it too when a purge
  *                                    changes or removes the winner);
- *     once per transaction           an edit of a _design/ document wrote ->
- *                                    st_mdv_bump: every process (and every
- *                                    handle here) reloads its table in its
- *                                    next transaction.
+ *     once per transaction           an edit (or purge) of a _design/
+ *                                    document wrote -> st_hooks_changed:
+ *                                    st_mdv_bump, so every process (and
+ *                                    every handle here) reloads its table in
+ *                                    its next transaction, and a write
+ *                                    conflict on the database's name key,
+ *                                    which every transaction on the
+ *                                    database reads: a write that ran
+ *                                    concurrently with the old table fails
+ *                                    and retries with the new one (an index
+ *                                    created meanwhile never misses it).
  *   Without a provider or without validators the edit path reads nothing it
  *   did not read before (seed 000's profile, test store_read_profile and
  *   store_hooks_lazy_old).
@@ -186,6 +193,15 @@ int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const
   return 0;
 }
 
+int st_hooks_changed(kv_txn *txn, const st_dbx *x) {
+  store_db *db = x->db;
+  int rc = st_mdv_bump(txn);
+  if (!rc)
+    rc = kv_add_conflict_range(txn, db->conflict, db->conflict_len - 1, db->conflict, db->conflict_len,
+                               KV_CONFLICT_WRITE);
+  return rc;
+}
+
 /* ---- index_update ---------------------------------------------------------------- */
 
 int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
@@ -194,5 +210,6 @@ int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const char *
   store_winner ow, nw;
   if (old_w) ow = (store_winner){.rev = &old_w->rev, .deleted = old_w->deleted};
   if (new_w) nw = (store_winner){.rev = &new_w->rev, .deleted = new_w->deleted, .body = new_body};
-  return h->h.index_update(h->h.index_ctx, txn, x->db, id, id_len, old_w ? &ow : NULL, new_w ? &nw : NULL);
+  store_tx t = {.txn = txn, .x = x};
+  return h->h.index_update(h->h.index_ctx, &t, id, id_len, old_w ? &ow : NULL, new_w ? &nw : NULL);
 }

@@ -39,6 +39,7 @@
 typedef struct store store;
 typedef struct store_db store_db;
 typedef struct store_rev store_rev;
+typedef struct store_tx store_tx; /* one attempt of a transaction on one database (store.h) */
 
 /* Who writes (CouchDB's userCtx). */
 typedef struct store_user {
@@ -91,9 +92,11 @@ typedef struct store_winner {
 
 /* index_update: old_w NULL when the document is new, new_w NULL when a
  * purge removed it. Runs after the edit's (or purge's) writes, in its
- * transaction; nonzero aborts the transaction (store_update or store_purge
- * returns it). */
-typedef int (*store_index_update_fn)(void *ctx, kv_txn *txn, store_db *db, const char *id, size_t id_len,
+ * transaction t (store.h "transactions for the layers above": its reads
+ * see the edit's writes, so store_tx_body reads a new winner that is not
+ * the edit's own leaf); nonzero aborts the transaction (store_update or
+ * store_purge returns it). */
+typedef int (*store_index_update_fn)(void *ctx, store_tx *t, const char *id, size_t id_len,
                                      const store_winner *old_w, const store_winner *new_w);
 
 #define STORE_MAX_VALIDATORS 16

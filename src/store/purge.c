@@ -222,6 +222,7 @@ static int pg_fn(kv_txn *txn, const st_dbx *x, void *arg) {
       rc = st_hooks_index(h, txn, x, g->id, g->id_len, w, nw, NULL);
       st_hooks_put(h);
       if (rc) return rc;
+      if (g->id_len > 8 && !memcmp(g->id, "_design/", 8) && (rc = st_hooks_changed(txn, x))) return rc;
     }
     if ((rc = st_counter_add(txn, x, "doc_count", dc))) return rc;
     if ((rc = st_counter_add(txn, x, "doc_del_count", ddc))) return rc;

@@ -192,6 +192,23 @@ int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, con
   return load_doc(txn, x, id, id_len, br, 0, NULL, a, out);
 }
 
+int st_leaf_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
+                 json_val **out) {
+  json_val *atts;
+  return read_body(txn, x, id, id_len, br, a, 0, out, &atts);
+}
+
+int st_winner_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, int flags, dv_arena *a,
+                  json_val **out) {
+  st_branch *w1;
+  int n;
+  int rc = st_branch_range(txn, x, id, id_len, NULL, 1, KV_REVERSE, a, &w1, &n);
+  if (rc) return rc;
+  if (!n) return DV_ENOT_FOUND;
+  if (w1->deleted) return DV_EDELETED;
+  return load_doc(txn, x, id, id_len, w1, flags, w1, a, out);
+}
+
 /* ---- single documents ---------------------------------------------------------------- */
 
 struct get_arg {
@@ -215,13 +232,10 @@ static int get_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   int rc = 0;
   st_branch *w1;
   int n;
+  if (!g->rev) return st_winner_doc(txn, x, g->id, g->id_len, g->flags, g->a, &g->out);
   rc = st_branch_range(txn, x, g->id, g->id_len, NULL, 1, KV_REVERSE, g->a, &w1, &n);
   if (rc) return rc;
   if (!n) return DV_ENOT_FOUND;
-  if (!g->rev) {
-    if (w1->deleted) return DV_EDELETED;
-    return load_doc(txn, x, g->id, g->id_len, w1, g->flags, w1, g->a, &g->out);
-  }
   st_branch br;
   int found;
   rc = read_leaf(txn, x, g->id, g->id_len, g->rev, g->a, &br, &found);
@@ -327,6 +341,25 @@ int store_doc_leaves(store_db *db, const char *id, size_t id_len, dv_arena *a, s
 
 /* ---- changes ------------------------------------------------------------------------ */
 
+int st_change_decode(const uint8_t *val, size_t vl, dv_arena *a, store_change *row, int64_t *bc_out) {
+  tup_r r;
+  tup_item it, id, pos, h, bc, nd;
+  tup_r_init(&r, val, vl);
+  if (tup_get(&r, TUP_INT, &it) || tup_get(&r, TUP_STR, &id) || tup_get(&r, TUP_INT, &pos) ||
+      tup_next(&r, &h) != 1 || tup_get(&r, TUP_INT, &bc) || tup_get(&r, TUP_BOOL, &nd))
+    return DV_ECORRUPT;
+  char *ids = arena_alloc(a, id.s_len + 1);
+  if (!ids) return DV_ENOMEM;
+  tup_item_copy(&id, (uint8_t *)ids);
+  ids[id.s_len] = 0;
+  row->id = ids;
+  row->id_len = id.s_len;
+  row->deleted = !nd.b;
+  row->rev.pos = pos.i64;
+  if (bc_out) *bc_out = bc.i64;
+  return st_get_hash(&h, a, &row->rev);
+}
+
 struct chg_arg {
   store_db *db;
   const store_changes_opts *o;
@@ -374,28 +407,13 @@ static int chg_fn(kv_txn *txn, const st_dbx *x, void *arg) {
     store_change *row = &c->rows[i];
     memset(row, 0, sizeof *row);
     tup_r r;
-    tup_item it;
     tup_r_init(&r, pairs[i].key + pfx.len, pairs[i].key_len - pfx.len);
     if ((rc = st_seq_get(&r, &row->seq))) break;
-    tup_r_init(&r, pairs[i].val, pairs[i].val_len);
-    tup_item id, pos, h, bc, nd;
-    if (tup_get(&r, TUP_INT, &it) || tup_get(&r, TUP_STR, &id) || tup_get(&r, TUP_INT, &pos) ||
-        tup_next(&r, &h) != 1 || tup_get(&r, TUP_INT, &bc) || tup_get(&r, TUP_BOOL, &nd)) {
-      rc = DV_ECORRUPT;
-      break;
-    }
-    char *ids = arena_alloc(&c->a, id.s_len + 1);
-    if (!ids) { rc = DV_ENOMEM; break; }
-    tup_item_copy(&id, (uint8_t *)ids);
-    ids[id.s_len] = 0;
-    row->id = ids;
-    row->id_len = id.s_len;
-    row->deleted = !nd.b;
-    row->rev.pos = pos.i64;
-    if ((rc = st_get_hash(&h, &c->a, &row->rev))) break;
-    st_branch wb = {.rev = row->rev, .deleted = row->deleted, .winner = 1, .seq = row->seq, .bc = bc.i64};
+    int64_t bc;
+    if ((rc = st_change_decode(pairs[i].val, pairs[i].val_len, &c->a, row, &bc))) break;
+    st_branch wb = {.rev = row->rev, .deleted = row->deleted, .winner = 1, .seq = row->seq, .bc = bc};
     if (c->o->all_docs) {
-      if (bc.i64 > 1) {
+      if (bc > 1) {
         st_branch *brs;
         int nb;
         rc = st_branch_range(txn, x, row->id, row->id_len, NULL, 0, KV_SNAPSHOT, &c->a, &brs, &nb);
@@ -422,7 +440,7 @@ static int chg_fn(kv_txn *txn, const st_dbx *x, void *arg) {
       if (rc) break;
       if (!found) full = wb; /* raced with a later edit: show what the row names */
       full.seq = row->seq;
-      full.bc = bc.i64;
+      full.bc = bc;
       rc = load_doc(txn, x, row->id, row->id_len, &full, c->o->doc_flags, &full, &c->a, &row->doc);
       if (rc) break;
     }

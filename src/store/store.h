@@ -38,6 +38,7 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "store/hooks.h"
+#include "tuple/tuple.h"
 
 typedef struct store store;       /* one per process and kv_db */
 typedef struct store_db store_db; /* a database handle (cached, refcounted) */
@@ -541,6 +542,40 @@ typedef struct store_purge_info {
  * returns nonzero to stop (returned as is). */
 int store_purge_infos(store_db *db, int64_t since, int (*cb)(void *arg, const store_purge_info *pi),
                       void *arg) DV_MUST_CHECK;
+
+/* ---- transactions for the layers above (tx.c) -------------------------- */
+
+/* index/ keeps its rows in a database's indexes subspace (P,"i",…) and
+ * reads documents and changes in the transaction that reads or writes
+ * those rows, so an index row and the document it names are one snapshot.
+ * A store_tx is one attempt of such a transaction: handed to
+ * store_db_run's fn and to index_update (hooks.h), valid during that call
+ * only. Reads are conflict-checked unless said otherwise. */
+typedef int (*store_tx_fn)(store_tx *t, void *arg);
+
+/* Run fn as one transaction on db (checked in every attempt, DV_ENO_DB
+ * once it is gone), retried on retryable kv errors, so fn must be
+ * idempotent; its writes commit when it returns 0, nonzero is returned. */
+int store_db_run(store_db *db, store_tx_fn fn, void *arg) DV_MUST_CHECK;
+kv_txn *store_tx_kv(store_tx *t);
+store_db *store_tx_db(store_tx *t);
+int64_t store_tx_inc(store_tx *t); /* the database's Incarnation */
+/* b = (P, "i"), w ready for the index's own elements. */
+void store_tx_ikey(store_tx *t, dv_buf *b, tup_w *w);
+/* The winner as store_doc_get shows it (flags), read in t: DV_ENOT_FOUND,
+ * DV_EDELETED. */
+int store_tx_doc(store_tx *t, const char *id, size_t id_len, int flags, dv_arena *a, json_val **out) DV_MUST_CHECK;
+/* The user body of a winner index_update was handed (no _id/_rev/stubs). */
+int store_tx_body(store_tx *t, const char *id, size_t id_len, const store_winner *w, dv_arena *a,
+                  json_val **out) DV_MUST_CHECK;
+/* The database's update_seq (snapshot; zero when nothing was written). */
+int store_tx_update_seq(store_tx *t, store_seq *out) DV_MUST_CHECK;
+/* Changes rows strictly after `after` (NULL or zero: from the first) and
+ * before `before` (NULL: no bound), at most limit (0: all), in Sequence
+ * order, into the arena (*more: rows are left). flags: KV_SNAPSHOT or 0
+ * (0: the range is read-conflict-checked). doc/leaves are not filled. */
+int store_tx_changes(store_tx *t, const store_seq *after, const store_seq *before, int limit, int flags,
+                     dv_arena *a, store_change **out, int *out_n, int *more) DV_MUST_CHECK;
 
 /* ---- waiting for changes ------------------------------------------------ */
 

@@ -38,6 +38,8 @@
  *   (P,"p",PurgeSeq,Chunk)                      a purge info (id, revs asked), ≤ 90 KB a chunk
  *   (P,"a",DocID,AttID:bytes16,i)               attachment content chunk i (raw stored bytes, ≤ STORE_ATT_CHUNK)
  *   (R,0,"att_uploads",AttID:bytes16)           (DbPrefix, DocID, ExpiresMs)  an upload not yet linked (att.c)
+ *   (P,"i",…)                                   the indexes subspace: index/'s rows, written through
+ *                                               store_tx (tx.c); their layout is index/'s (mango_idx.c)
  *
  * RevHash: 16 bytes (tuple bytes) for a 32-hex-digit rev; any other rev id
  * from replication is a tuple string of its text. NotDeleted: tuple bool.
@@ -61,6 +63,7 @@
 #define ST_SUB_PURGE 'p'
 #define ST_SUB_META 'm'
 #define ST_SUB_ATT 'a'
+#define ST_SUB_INDEX 'i'
 
 #define ST_TXID_BUCKET_S 60        /* one TxId bucket per minute */
 #define ST_TXID_KEEP_BUCKETS 60    /* keep an hour of TxIds */
@@ -336,6 +339,10 @@ int st_hooks_validating(const st_hooks *h, const store_wctx *w);
  * refusal sets e->rc, e->why and *refused; other errors are returned. */
 int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const st_dbx *x, store_edit *e,
                       const store_rev *parent, const st_branch *old, dv_arena *a, int *refused) DV_MUST_CHECK;
+/* A _design/ document was written or purged in txn: every process reloads
+ * the database's hooks, and transactions on it that ran with the old ones
+ * conflict. */
+int st_hooks_changed(kv_txn *txn, const st_dbx *x) DV_MUST_CHECK;
 /* The winner of document id changed from old_w (NULL: new document) to
  * new_w (NULL: purged away); new_body: its user body when at hand (an
  * edit's own new leaf), else NULL. index_update, if any. */
@@ -345,6 +352,20 @@ int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const char *
  * (read.c), in the arena. */
 int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
                 json_val **out) DV_MUST_CHECK;
+/* The user body of a leaf (no attachment stubs), in the arena. */
+int st_leaf_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
+                 json_val **out) DV_MUST_CHECK;
+/* The winner as store_doc_get shows it: DV_ENOT_FOUND, DV_EDELETED. */
+int st_winner_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, int flags, dv_arena *a,
+                  json_val **out) DV_MUST_CHECK;
+/* A changes row's value into row (id, rev, deleted; strings in the
+ * arena) and its BranchCount (bc may be NULL). */
+int st_change_decode(const uint8_t *val, size_t vl, dv_arena *a, store_change *row, int64_t *bc) DV_MUST_CHECK;
+/* One attempt of a transaction on one database (store_tx, tx.c). */
+struct store_tx {
+  kv_txn *txn;
+  const st_dbx *x;
+};
 /* Count a lazy old-body read (store_read_stats.old_bodies). */
 void st_count_old_body(void);
 

@@ -94,10 +94,10 @@ static void rev_pos(char *b, size_t cap, const store_winner *w) {
   else snprintf(b, cap, "%lld%s", (long long)w->rev->pos, w->deleted ? "d" : "");
 }
 
-static int ix(void *ctx, kv_txn *txn, store_db *db, const char *id, size_t id_len, const store_winner *ow,
+static int ix(void *ctx, store_tx *t, const char *id, size_t id_len, const store_winner *ow,
               const store_winner *nw) {
   rec *r = ctx;
-  (void)db;
+  kv_txn *txn = store_tx_kv(t);
   r->index_calls++;
   char o[16], n[16];
   rev_pos(o, sizeof o, ow);
