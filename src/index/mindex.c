@@ -693,6 +693,15 @@ static int ix_update(void *ctx, store_tx *t, const char *id, size_t n, const sto
   if (!a) return DV_ENOMEM;
   if (is_design(id, n)) return ddoc_changed(t, a, id, n, nw);
   if (!h->n) return 0;
+  /* the winner stayed, its changes row moved: only an index still being
+   * built needs it (the build reads the changes subspace below its
+   * creation and will not meet this document again) */
+  int same = ow && nw && ow->deleted == nw->deleted && !store_rev_cmp(ow->rev, nw->rev);
+  if (same) {
+    size_t i = 0;
+    while (i < h->n && h->d[i].ready) i++;
+    if (i == h->n) return 0;
+  }
   json_val *doc = NULL;
   if (nw && !nw->deleted) {
     json_val *body = (json_val *)nw->body;
@@ -701,6 +710,7 @@ static int ix_update(void *ctx, store_tx *t, const char *id, size_t n, const sto
     if (!(doc = doc_of(a, id, n, nw->rev, body))) return DV_ENOMEM;
   }
   for (size_t i = 0; i < h->n; i++) {
+    if (same && h->d[i].ready) continue;
     int rc = index_doc(t, &h->d[i], id, n, doc, ow != NULL);
     if (rc) return rc;
   }
@@ -1194,4 +1204,180 @@ int mi_scan(store_db *db, const mi_scan_opts *o, mi_row_cb cb, void *arg, int64_
   arena_free(&s.a);
   buf_free(&s.last);
   return rc == 1 ? 0 : rc;
+}
+
+/* ---- checking an index against a rebuild ------------------------------------------- */
+
+typedef struct ck_row {
+  uint8_t *k; /* the key suffix after (I,Sig,sub) */
+  size_t kl;
+  uint8_t *v;
+  size_t vl;
+} ck_row;
+
+typedef struct ck_list {
+  ck_row *r;
+  size_t n, cap;
+} ck_list;
+
+static int ck_push(dv_arena *a, ck_list *l, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? 2 * l->cap : 64;
+    ck_row *nr = arena_alloc(a, nc * sizeof *nr);
+    if (!nr) return DV_ENOMEM;
+    if (l->n) memcpy(nr, l->r, l->n * sizeof *nr);
+    l->r = nr;
+    l->cap = nc;
+  }
+  ck_row *r = &l->r[l->n];
+  r->k = arena_alloc(a, kl + 1);
+  r->v = arena_alloc(a, vl + 1);
+  if (!r->k || !r->v) return DV_ENOMEM;
+  memcpy(r->k, k, kl);
+  memcpy(r->v, v, vl);
+  r->kl = kl;
+  r->vl = vl;
+  l->n++;
+  return 0;
+}
+
+static int ck_cmp(const void *x, const void *y) {
+  const ck_row *a = x, *b = y;
+  size_t n = a->kl < b->kl ? a->kl : b->kl;
+  int c = memcmp(a->k, b->k, n);
+  return c ? c : a->kl < b->kl ? -1 : a->kl > b->kl;
+}
+
+struct ck_read {
+  const uint8_t *sig;
+  const char *sub;
+  dv_arena *a;
+  ck_list *l;
+  dv_buf from;   /* resume after this full key; empty: from the start */
+  int done;
+};
+
+static int ck_read_fn(store_tx *t, void *arg) {
+  struct ck_read *c = arg;
+  dv_buf K, b, e;
+  buf_init(&K);
+  buf_init(&b);
+  buf_init(&e);
+  tup_w w;
+  key_sig(t, &K, &w, c->sig, c->sub);
+  if (c->from.len) {
+    buf_append(&b, c->from.p, c->from.len);
+    buf_putc(&b, 0);
+  } else {
+    buf_append(&b, K.p, K.len);
+  }
+  buf_append(&e, K.p, K.len);
+  buf_putc(&e, 0xff);
+  kv_pair *p;
+  int n = 0, more = 0;
+  int rc = buf_error(&K) || buf_error(&b) || buf_error(&e) ? DV_ENOMEM
+           : kv_get_range(store_tx_kv(t), b.p, b.len, e.p, e.len, 1000, KV_SNAPSHOT, &p, &n, &more);
+  size_t before = c->l->n;
+  for (int i = 0; !rc && i < n; i++)
+    rc = ck_push(c->a, c->l, p[i].key + K.len, p[i].key_len - K.len, p[i].val, p[i].val_len);
+  if (!rc && n) {
+    buf_reset(&c->from);
+    buf_append(&c->from, p[n - 1].key, p[n - 1].key_len);
+    if (buf_error(&c->from)) rc = DV_ENOMEM;
+  }
+  if (rc) c->l->n = before; /* an attempt that failed leaves nothing */
+  c->done = !more;
+  buf_free(&K);
+  buf_free(&b);
+  buf_free(&e);
+  return rc;
+}
+
+static int ck_read(store_db *db, const uint8_t *sig, const char *sub, dv_arena *a, ck_list *l) {
+  struct ck_read c = {.sig = sig, .sub = sub, .a = a, .l = l};
+  buf_init(&c.from);
+  int rc = 0;
+  while (!rc && !c.done) rc = store_db_run(db, ck_read_fn, &c);
+  buf_free(&c.from);
+  return rc;
+}
+
+struct ck_docs {
+  const mi_def *d;
+  dv_arena *a;
+  ck_list rows, back;
+  int rc;
+};
+
+static int ck_doc_cb(void *arg, const store_doc_row *row) {
+  struct ck_docs *c = arg;
+  dv_buf ek, val, k;
+  buf_init(&ek);
+  buf_init(&val);
+  buf_init(&k);
+  int rc = mi_doc_key(c->d, row->doc, &ek, &val);
+  if (rc == 1 && !(ek.len + row->id_len + KEY_ROOM > KV_MAX_KEY || val.len > KV_MAX_VALUE)) {
+    tup_w w;
+    tup_w_init(&w, &k);
+    tup_bytes(&w, ek.p, ek.len);
+    tup_str(&w, row->id, row->id_len);
+    rc = buf_error(&k) ? DV_ENOMEM : ck_push(c->a, &c->rows, k.p, k.len, val.p, val.len);
+    buf_reset(&k);
+    tup_w_init(&w, &k);
+    tup_str(&w, row->id, row->id_len);
+    if (!rc) rc = buf_error(&k) ? DV_ENOMEM : ck_push(c->a, &c->back, k.p, k.len, ek.p, ek.len);
+  } else if (rc == 1) {
+    rc = 0;
+  }
+  buf_free(&ek);
+  buf_free(&val);
+  buf_free(&k);
+  return rc;
+}
+
+/* The last string element of a row key (its document id), for messages. */
+static const char *ck_tail(const ck_row *r) {
+  static __thread char out[128];
+  size_t i = r->kl;
+  while (i > 0 && r->k[i - 1] != 0x02) i--;
+  size_t n = r->kl - i;
+  if (n > sizeof out - 1) n = sizeof out - 1;
+  memcpy(out, r->k + i, n);
+  out[n && out[n - 1] == 0 ? n - 1 : n] = 0;
+  return out;
+}
+
+static int ck_same(dv_arena *a, const char *what, const ck_list *x, const ck_list *y, const char **why) {
+  for (size_t i = 0; i < x->n || i < y->n; i++) {
+    const ck_row *p = i < x->n ? &x->r[i] : NULL, *q = i < y->n ? &y->r[i] : NULL;
+    if (p && q && p->kl == q->kl && !memcmp(p->k, q->k, p->kl) && p->vl == q->vl && !memcmp(p->v, q->v, p->vl))
+      continue;
+    dv_buf b;
+    buf_init(&b);
+    buf_printf(&b, "%s: row %zu differs (index has %zu rows, a rebuild %zu)", what, i, x->n, y->n);
+    if (p && p->vl < 200) buf_printf(&b, "; index row %s value %.*s", ck_tail(p), (int)p->vl, (const char *)p->v);
+    if (q && q->vl < 200) buf_printf(&b, "; rebuilt row %s value %.*s", ck_tail(q), (int)q->vl, (const char *)q->v);
+    *why = buf_error(&b) ? what : arena_strndup(a, (const char *)b.p, b.len);
+    buf_free(&b);
+    return DV_ECORRUPT;
+  }
+  return 0;
+}
+
+int mi_check(store_db *db, const mi_def *d, dv_arena *a, int64_t *rows, const char **why) {
+  ck_list rk = {0}, bk = {0};
+  struct ck_docs c = {.d = d, .a = a};
+  *why = NULL;
+  int rc = ck_read(db, d->sig, "k", a, &rk);
+  if (!rc) rc = ck_read(db, d->sig, "b", a, &bk);
+  store_range r;
+  store_range_init(&r);
+  if (!rc) rc = store_all_docs(db, STORE_ALL, &r, 1, 0, ck_doc_cb, &c);
+  if (rc) return rc;
+  qsort(c.rows.r, c.rows.n, sizeof *c.rows.r, ck_cmp);
+  qsort(c.back.r, c.back.n, sizeof *c.back.r, ck_cmp);
+  if (rows) *rows = (int64_t)rk.n;
+  rc = ck_same(a, "index rows", &rk, &c.rows, why);
+  if (!rc) rc = ck_same(a, "back-index rows", &bk, &c.back, why);
+  return rc;
 }

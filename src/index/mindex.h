@@ -144,4 +144,14 @@ typedef struct mi_scan_opts {
 typedef int (*mi_row_cb)(void *arg, const mi_row *row);
 int mi_scan(store_db *db, const mi_scan_opts *o, mi_row_cb cb, void *arg, int64_t *keys) DV_MUST_CHECK;
 
+/* ---- checking ---------------------------------------------------------------- */
+
+/* Compare index d's rows and back-index rows with a rebuild from the
+ * database's documents: 0 when they are equal, DV_ECORRUPT with *why (in
+ * the arena) naming the first difference. For a quiet database (tests,
+ * `divan check`): the rows and the documents are read in separate
+ * transactions. *rows (may be NULL) gets the index's row count. Memory:
+ * every row, in the arena. */
+int mi_check(store_db *db, const mi_def *d, dv_arena *a, int64_t *rows, const char **why) DV_MUST_CHECK;
+
 #endif

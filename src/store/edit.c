@@ -649,8 +649,7 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, u
   if (NW == &P2 && (rc = st_branch_put(txn, x, e->id, e->id_len, &P2, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
   if ((rc = st_change_move(txn, x, e->id, e->id_len, haveW ? &W.seq : NULL, NW, bc, uv))) return rc;
-  if ((!haveW || NW != &W) &&
-      (rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, haveW ? &W : NULL, NW, NW == &L ? new_body(e) : NULL)))
+  if ((rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, haveW ? &W : NULL, NW, NW == &L ? new_body(e) : NULL)))
     return rc;
   count(dl, haveW ? &W : NULL, NW, haveB ? B.kv_size : 0, L.kv_size);
   e->rc = 0;
@@ -782,7 +781,8 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, ui
   if (NW != &L && NW != W && (rc = st_branch_put(txn, x, e->id, e->id_len, NW, 1, uv, bc))) return rc;
   if ((rc = write_body(txn, x, e->id, e->id_len, &L, d))) return rc;
   if ((rc = st_change_move(txn, x, e->id, e->id_len, W ? &W->seq : NULL, NW, bc, uv))) return rc;
-  if (NW != W && (rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, W, NW, NW == &L ? new_body(e) : NULL)))
+  /* the changes row moved even when the winner did not: indexes follow both */
+  if ((rc = st_hooks_index(hk->h, txn, x, e->id, e->id_len, W, NW, NW == &L ? new_body(e) : NULL)))
     return rc;
   count(dl, W, NW, ext >= 0 ? brs[ext].kv_size : 0, L.kv_size);
   e->rc = 0;

@@ -29,10 +29,11 @@
  *                                    _users rules answered before the store
  *                                    did;
  *       … the edit's writes …
- *       st_hooks_index               the winner changed: index_update in the
- *                                    same transaction; an error aborts it
- *                                    (store_purge calls it too when a purge
- *                                    changes or removes the winner);
+ *       st_hooks_index               the document was written (its winner
+ *                                    or only its changes row moved):
+ *                                    index_update in the same transaction;
+ *                                    an error aborts it (store_purge calls
+ *                                    it too);
  *     once per transaction           an edit (or purge) of a _design/
  *                                    document wrote -> st_hooks_changed:
  *                                    st_mdv_bump, so every process (and

@@ -8,8 +8,9 @@
  *                 DV_EUNAUTHORIZED, …) with a reason; the edit's rc and why
  *                 carry the answer, the other edits of the call go on.
  *   index_update  indexes kept in the document's own transaction: called for
- *                 every document whose winner changes; an error aborts the
- *                 whole transaction (nothing of it is written).
+ *                 every document an edit or purge writes (its winner, or
+ *                 only its changes row, moved); an error aborts the whole
+ *                 transaction (nothing of it is written).
  * The table of a database comes from the provider the layers above register
  * with store_set_hooks; the store caches it on the database handle and asks
  * the provider again whenever the cluster-wide metadata version moved (a
@@ -91,7 +92,10 @@ typedef struct store_winner {
 } store_winner;
 
 /* index_update: old_w NULL when the document is new, new_w NULL when a
- * purge removed it. Runs after the edit's (or purge's) writes, in its
+ * purge removed it; old_w and new_w name the same leaf when the winner did
+ * not change but the document's changes row moved (a branch was added or
+ * removed): an index still being built from the changes subspace must
+ * take the document now, the build will not see it again. Runs after the edit's (or purge's) writes, in its
  * transaction t (store.h "transactions for the layers above": its reads
  * see the edit's writes, so store_tx_body reads a new winner that is not
  * the edit's own leaf); nonzero aborts the transaction (store_update or

@@ -216,7 +216,7 @@ static int pg_fn(kv_txn *txn, const st_dbx *x, void *arg) {
       se += nw->deleted ? 0 : nw->json_size;
     }
     if ((rc = st_change_move(txn, x, g->id, g->id_len, &w->seq, nw, bc, 0))) return rc;
-    if (nw != w) { /* the winner changed or the document is gone: indexes follow */
+    { /* the winner changed, or only the changes row moved, or the document is gone: indexes follow */
       st_hooks *h;
       if ((rc = st_hooks_get(x->db, &h))) return rc;
       rc = st_hooks_index(h, txn, x, g->id, g->id_len, w, nw, NULL);

@@ -343,8 +343,9 @@ int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const
  * the database's hooks, and transactions on it that ran with the old ones
  * conflict. */
 int st_hooks_changed(kv_txn *txn, const st_dbx *x) DV_MUST_CHECK;
-/* The winner of document id changed from old_w (NULL: new document) to
- * new_w (NULL: purged away); new_body: its user body when at hand (an
+/* Document id was written: its winner went from old_w (NULL: new
+ * document) to new_w (NULL: purged away), or stayed (the same leaf) while
+ * its changes row moved; new_body: its user body when at hand (an
  * edit's own new leaf), else NULL. index_update, if any. */
 int st_hooks_index(const st_hooks *h, kv_txn *txn, const st_dbx *x, const char *id, size_t id_len,
                    const st_branch *old_w, const st_branch *new_w, const json_val *new_body) DV_MUST_CHECK;

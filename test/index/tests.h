@@ -16,4 +16,9 @@
   X(collate_keys_long, 10) \
   X(collate_threads, 30) \
   X(collate_alloc_fail, 10) \
-  X(collate_fuzz_smoke, 120)
+  X(collate_fuzz_smoke, 120) \
+  X(mindex_write_paths, 30) \
+  X(mindex_key_limit, 30) \
+  X(mindex_property, 240) \
+  X(mindex_property_fdb, 240) \
+  X(mindex_build_while_writing, 240)
