@@ -587,14 +587,25 @@ typedef struct mi_hook {
   size_t n;
 } mi_hook;
 
-/* Per-thread scratch for the hook (it runs inside store's transactions). */
+/* Per-thread scratch for the hook (it runs inside store's transactions),
+ * freed when the thread ends. */
 static __thread dv_arena *hook_arena;
+static pthread_key_t hook_key;
+static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
+
+static void hook_arena_free(void *p) {
+  arena_free(p);
+  dv_free(p);
+}
+static void hook_key_init(void) { (void)pthread_key_create(&hook_key, hook_arena_free); }
 
 static dv_arena *scratch(void) {
   if (!hook_arena) {
+    pthread_once(&hook_once, hook_key_init);
     hook_arena = dv_malloc(sizeof *hook_arena);
     if (!hook_arena) return NULL;
     arena_init(hook_arena, 0);
+    pthread_setspecific(hook_key, hook_arena);
   } else {
     arena_reset(hook_arena);
   }
