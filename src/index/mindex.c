@@ -66,7 +66,6 @@
 #define BUILD_BATCH 250      /* changes rows per build transaction */
 #define BUILD_BATCH_MS 2000  /* and at most this long */
 #define SCAN_BATCH 200       /* index rows per query transaction */
-#define KEY_ROOM 1024        /* bytes of a row key besides EK and DocID */
 
 /* ---- keys ------------------------------------------------------------------------ */
 
@@ -653,7 +652,7 @@ static int index_doc(store_tx *t, const mi_def *d, const char *id, size_t n, con
     rc = mi_doc_key(d, doc, &ek, &val);
     if (rc > 0) has = 1, rc = 0;
   }
-  if (!rc && has && (ek.len + n + KEY_ROOM > KV_MAX_KEY || val.len > KV_MAX_VALUE)) {
+  if (!rc && has && (ek.len + n + MI_KEY_ROOM > KV_MAX_KEY || val.len > KV_MAX_VALUE)) {
     has = 0;
     rc = skipped_add(t, d->sig);
   }
@@ -1327,7 +1326,7 @@ static int ck_doc_cb(void *arg, const store_doc_row *row) {
   buf_init(&val);
   buf_init(&k);
   int rc = mi_doc_key(c->d, row->doc, &ek, &val);
-  if (rc == 1 && !(ek.len + row->id_len + KEY_ROOM > KV_MAX_KEY || val.len > KV_MAX_VALUE)) {
+  if (rc == 1 && !(ek.len + row->id_len + MI_KEY_ROOM > KV_MAX_KEY || val.len > KV_MAX_VALUE)) {
     tup_w w;
     tup_w_init(&w, &k);
     tup_bytes(&w, ek.p, ek.len);

@@ -31,6 +31,12 @@
 
 #define MI_SIG_LEN 16
 #define MI_MAX_FIELDS 64 /* fields of one index */
+/* A document is in an index only when its row fits: the collation key of
+ * its values plus its id plus MI_KEY_ROOM (the rest of the row key) at
+ * most KV_MAX_KEY bytes, and the values' JSON at most KV_MAX_VALUE. One
+ * that does not fit is left out of that index (its write succeeds) and
+ * counted. */
+#define MI_KEY_ROOM 1024
 
 /* One json index as its design document defines it (strings and values
  * in the arena it was parsed into). */
