@@ -201,7 +201,7 @@ int mi_from_ddoc(dv_arena *a, const json_val *doc, mi_def **out, size_t *n) {
     if (rc < 0) return rc;
     k += (size_t)rc;
   }
-  qsort(d, k, sizeof *d, name_cmp);
+  if (k) qsort(d, k, sizeof *d, name_cmp);
   *out = d;
   *n = k;
   return 0;
@@ -549,7 +549,7 @@ static int list_in(store_tx *t, dv_arena *a, int flags, mi_def **out, size_t *ou
     d[i].total = s.total;
   }
   if (!rc) {
-    qsort(d, n, sizeof *d, name_cmp);
+    if (n) qsort(d, n, sizeof *d, name_cmp);
     *out = d;
     *out_n = n;
   }
@@ -699,10 +699,11 @@ static json_val *doc_of(dv_arena *a, const char *id, size_t n, const store_rev *
 static int ix_update(void *ctx, store_tx *t, const char *id, size_t n, const store_winner *ow,
                      const store_winner *nw) {
   mi_hook *h = ctx;
+  int design = is_design(id, n);
+  if (!design && !h->n) return 0; /* no index: nothing to do, nothing read */
   dv_arena *a = scratch();
   if (!a) return DV_ENOMEM;
-  if (is_design(id, n)) return ddoc_changed(t, a, id, n, nw);
-  if (!h->n) return 0;
+  if (design) return ddoc_changed(t, a, id, n, nw);
   /* the winner stayed, its changes row moved: only an index still being
    * built needs it (the build reads the changes subspace below its
    * creation and will not meet this document again) */
@@ -1384,8 +1385,8 @@ int mi_check(store_db *db, const mi_def *d, dv_arena *a, int64_t *rows, const ch
   store_range_init(&r);
   if (!rc) rc = store_all_docs(db, STORE_ALL, &r, 1, 0, ck_doc_cb, &c);
   if (rc) return rc;
-  qsort(c.rows.r, c.rows.n, sizeof *c.rows.r, ck_cmp);
-  qsort(c.back.r, c.back.n, sizeof *c.back.r, ck_cmp);
+  if (c.rows.n) qsort(c.rows.r, c.rows.n, sizeof *c.rows.r, ck_cmp);
+  if (c.back.n) qsort(c.back.r, c.back.n, sizeof *c.back.r, ck_cmp);
   if (rows) *rows = (int64_t)rk.n;
   rc = ck_same(a, "index rows", &rk, &c.rows, why);
   if (!rc) rc = ck_same(a, "back-index rows", &bk, &c.back, why);
