@@ -34,6 +34,8 @@ typedef struct mq_index_req {
   json_val *view;          /* the views.NAME value to store: {"map": {"fields": {…},
                               "partial_filter_selector": {…}}, "reduce": "_count",
                               "options": {"def": <the request's index>}} */
+  int partitioned;         /* the body's "partitioned": 1 true, 0 false, -1 not
+                              given (CouchDB's db_default) */
 } mq_index_req;
 
 /* Validate a POST _index body (a JSON object). Errors: missing_required_key,
