@@ -20,6 +20,7 @@
 #include "auth/auth.h"
 #include "auth/crypto.h"
 #include "http/http.h"
+#include "index/mindex.h"
 #include "kv/kv.h"
 #include "repl/repl.h"
 #include "store/store.h"
@@ -253,6 +254,27 @@ static void repl_start(api_srv *as, const struct serve_opts *o, int port) {
   if (repl_mgr_start(&ro, &as->repl)) as->repl = NULL;
 }
 
+/* The store's one hooks provider (store/hooks.h): every layer that runs
+ * code in a document's edit transaction fills its part of a database's
+ * table — auth/ the users database's validator, index/ the Mango index
+ * rows. */
+typedef struct hooks_arg {
+  dv_config *cfg; /* auth_hooks_load's configuration */
+  store *st;      /* mindex_hooks_load's store */
+} hooks_arg;
+
+static int hooks_load(void *arg, const char *name, size_t len, store_hooks *out) {
+  hooks_arg *h = arg;
+  int rc = auth_hooks_load(h->cfg, name, len, out);
+  if (!rc) rc = mindex_hooks_load(h->st, name, len, out);
+  return rc;
+}
+
+static void hooks_unload(void *arg, store_hooks *h) {
+  (void)arg;
+  mindex_hooks_unload(h);
+}
+
 static int cmd_serve(int argc, char **argv) {
   struct serve_opts o = {.data = "./data", .bind = "127.0.0.1", .port = 5984};
   for (int i = 0; i < argc; i++) {
@@ -339,10 +361,20 @@ static int cmd_serve(int argc, char **argv) {
     kv_close(kv);
     return 1;
   }
+  hooks_arg ha = {.cfg = cfg, .st = st};
+  store_set_hooks(st, &(store_hooks_provider){.load = hooks_load, .unload = hooks_unload, .arg = &ha});
   rc = first_admin(cfg);
   if (!rc) rc = auth_setup(st, cfg);
   if (rc) {
     fprintf(stderr, "divan: cannot set up authentication: %s\n", dv_strerror(rc));
+    store_close(st);
+    config_free(cfg);
+    kv_close(kv);
+    return 1;
+  }
+  rc = mindex_start(st); /* the Mango index builder: resumes unfinished builds */
+  if (rc) {
+    fprintf(stderr, "divan: cannot start the index builder: %s\n", dv_strerror(rc));
     store_close(st);
     config_free(cfg);
     kv_close(kv);
@@ -359,6 +391,7 @@ static int cmd_serve(int argc, char **argv) {
   if (!rc) rc = http_start(&app, &ho, &h);
   if (rc) {
     fprintf(stderr, "divan: cannot listen on %s:%d: %s\n", o.bind, o.port, dv_strerror(rc));
+    mindex_stop();
     store_close(st);
     config_free(cfg);
     kv_close(kv);
@@ -384,6 +417,7 @@ static int cmd_serve(int argc, char **argv) {
   repl_mgr_stop(as.repl);
   as.repl = NULL;
   http_stop(h);
+  mindex_stop(); /* before the store: the builder writes through it */
   store_close(st);
   config_free(cfg);
   kv_close(kv);

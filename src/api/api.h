@@ -113,7 +113,7 @@ typedef struct api_routes {
 #define API_TABLE(t) {t, sizeof t / sizeof *t}
 /* Each family's table, in its file; route.c tries them in its order. */
 extern const api_routes api_server_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes,
-    api_purge_routes, api_doc_routes;
+    api_purge_routes, api_mango_routes, api_doc_routes;
 
 /* The header carrying the replicator's identity on its loopback requests
  * to local databases: "TOKEN;USER;ROLE,ROLE" (authn.c). */
@@ -193,7 +193,8 @@ void hapi_session(hreq *r);
 /* repl.c */
 void hapi_replicate(hreq *r);     /* POST /_replicate */
 void hapi_scheduler(hreq *r);     /* /_scheduler/jobs, /_scheduler/docs */
-void hapi_repl_tasks(hreq *r);    /* the replication part of /_active_tasks */
+/* The replication part of /_active_tasks: a JSON array into out. */
+int api_repl_tasks(hreq *r, dv_buf *out) DV_MUST_CHECK;
 
 /* server.c */
 void hapi_root(hreq *r);          /* GET / */

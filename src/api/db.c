@@ -4,7 +4,7 @@
  * do here: the store compacts itself and every answered write is durable.
  *
  * Not here: documents (api/doc.c), bulk and _all_docs (api/bulk.c), feeds
- * (api/changes.c), purge (api/purge.c).
+ * (api/changes.c), purge (api/purge.c), Mango (api/mango.c).
  */
 #include <string.h>
 
@@ -183,9 +183,5 @@ static const http_route routes[] = {
     {M(POST), "/{db}/_compact/{any}", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_compact},
     {M(POST), "/{db}/_view_cleanup", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_view_cleanup},
     {M(POST), "/{db}/_ensure_full_commit", API_NEEDS_DB, hapi_ensure_full_commit},
-    /* later issues */
-    {HTTP_ANY, "/{db}/_find", 0, hapi_not_yet},
-    {HTTP_ANY, "/{db}/_index", 0, hapi_not_yet},
-    {HTTP_ANY, "/{db}/_explain", 0, hapi_not_yet},
 };
 const api_routes api_db_routes = API_TABLE(routes);

@@ -152,19 +152,14 @@ void hapi_scheduler(hreq *r) {
   hres_errw(r, DV_ENOT_FOUND, "Unknown scheduler endpoint: use /_scheduler/jobs or /_scheduler/docs.");
 }
 
-void hapi_repl_tasks(hreq *r) {
+int api_repl_tasks(hreq *r, dv_buf *out) {
   repl_mgr *m = api_srv_of(r)->repl;
-  dv_buf b;
-  buf_init(&b);
   if (!m) {
-    json_w w;
-    hres_jw(r, 200, &w);
-    json_w_raw(&w, "[]", 2);
-    return;
+    buf_puts(out, "[]");
+    return buf_error(out) ? DV_ENOMEM : 0;
   }
-  answer(r, repl_tasks_json(m, &b), &b, "");
+  return repl_tasks_json(m, out);
 }
-
 
 /* ---- routes ------------------------------------------------------------------ */
 

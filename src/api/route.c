@@ -121,7 +121,7 @@ static const api_routes last_routes;
  * document paths (whose "{id}" takes any segment) last. */
 #define FAMILIES                                                                                          \
   {api_server_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes, api_purge_routes, \
-   last_routes, api_doc_routes}
+   api_mango_routes, last_routes, api_doc_routes}
 
 /* /_name[/…] that is no endpoint: a database that cannot exist, or
  * a server endpoint given more segments than it takes. */
@@ -150,10 +150,7 @@ static void bad_db_name(hreq *r) {
 void hapi_missing(hreq *r) { hres_err(r, DV_ENOT_FOUND); }
 
 void hapi_not_yet(hreq *r) {
-  int mango = r->nseg == 2 && (!strcmp(r->seg[1], "_find") || !strcmp(r->seg[1], "_index") ||
-                               !strcmp(r->seg[1], "_explain"));
-  hres_errwf(r, DV_ENOTSUP, "%s is not supported by this divan release.",
-             mango ? "Mango queries" : "Views, shows, lists and updates");
+  hres_errw(r, DV_ENOTSUP, "Views, shows, lists and updates are not supported by this divan release.");
 }
 
 static const http_route last_rows[] = {

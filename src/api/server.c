@@ -13,7 +13,7 @@
 
 #include "api/api.h"
 #include "auth/crypto.h"
-#include "api/api.h"
+#include "index/mindex.h"
 #include "util/alloc.h"
 
 #define NODE_NAME "divan@127.0.0.1"
@@ -268,8 +268,42 @@ void hapi_uuids(hreq *r) {
   hres_header(r, "Pragma", "no-cache");
 }
 
+/* Replications, and the Mango index builds (mindex.h) in CouchDB's
+ * indexer task shape. */
 void hapi_active_tasks(hreq *r) {
-  hapi_repl_tasks(r); /* replications are divan's only long-running tasks */
+  dv_buf b;
+  buf_init(&b);
+  json_val *arr = NULL;
+  int rc = api_repl_tasks(r, &b);
+  if (!rc && hreq_parse_json(r, (const char *)b.p, b.len, &arr)) {
+    buf_free(&b);
+    return; /* answered */
+  }
+  buf_free(&b);
+  mi_task t[16];
+  size_t n = rc ? 0 : mindex_tasks(t, sizeof t / sizeof *t);
+  dv_arena *a = &r->a;
+  for (size_t i = 0; !rc && i < n; i++) {
+    json_val *o = json_new_object(a);
+    char pid[32];
+    snprintf(pid, sizeof pid, "<0.%zu.0>", 100 + i);
+    int64_t pct = t[i].total_changes > 0 ? t[i].changes_done * 100 / t[i].total_changes : 0;
+    if (pct > 100) pct = 100;
+    if (!o || json_obj_setz(a, o, "type", json_new_stringz(a, "indexer")) ||
+        json_obj_setz(a, o, "node", json_new_stringz(a, NODE_NAME)) ||
+        json_obj_setz(a, o, "pid", json_new_stringz(a, pid)) ||
+        json_obj_setz(a, o, "database", json_new_stringz(a, t[i].db)) ||
+        json_obj_setz(a, o, "design_document", json_new_stringz(a, t[i].ddoc)) ||
+        json_obj_setz(a, o, "index", json_new_stringz(a, t[i].name)) ||
+        json_obj_setz(a, o, "changes_done", json_new_int(a, t[i].changes_done)) ||
+        json_obj_setz(a, o, "total_changes", json_new_int(a, t[i].total_changes)) ||
+        json_obj_setz(a, o, "progress", json_new_int(a, pct)) ||
+        json_obj_setz(a, o, "started_on", json_new_int(a, t[i].started_on)) ||
+        json_obj_setz(a, o, "updated_on", json_new_int(a, t[i].updated_on)) || json_arr_push(a, arr, o))
+      rc = DV_ENOMEM;
+  }
+  if (rc) hres_err(r, rc);
+  else hres_json(r, 200, arr);
 }
 
 void hapi_membership(hreq *r) {

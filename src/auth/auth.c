@@ -804,8 +804,6 @@ int auth_admin_hash(dv_config *c, const char *password, char **out) {
   return cr_admin_hash(password, prf < 0 ? CR_SHA256 : prf, auth_iterations(c), out);
 }
 
-static int hooks_load(void *arg, const char *name, size_t len, store_hooks *out);
-
 int auth_setup(store *st, dv_config *c) {
   struct hash_arg h = {.cfg = c};
   int rc = config_each(c, "admins", collect_plain, &h);
@@ -830,7 +828,6 @@ int auth_setup(store *st, dv_config *c) {
   }
   dv_free(secret);
   if (rc) return rc;
-  store_set_hooks(st, &(store_hooks_provider){.load = hooks_load, .arg = c});
   char dbn[256];
   auth_users_db_name(c, dbn, sizeof dbn);
   rc = store_db_create(st, dbn);
@@ -879,14 +876,15 @@ static int users_vdu(void *ctx, const json_val *nd, store_old *old, const store_
   return rc;
 }
 
-/* The hooks provider: the users database gets users_vdu. */
-static int hooks_load(void *arg, const char *name, size_t len, store_hooks *out) {
+/* auth's part of the hooks provider: the users database gets users_vdu. */
+int auth_hooks_load(dv_config *c, const char *name, size_t len, store_hooks *out) {
   char dbn[256];
-  auth_users_db_name(arg, dbn, sizeof dbn);
+  auth_users_db_name(c, dbn, sizeof dbn);
   if (strlen(dbn) == len && !memcmp(dbn, name, len)) {
-    out->validate[0].fn = users_vdu;
-    out->validate[0].ctx = arg;
-    out->n_validate = 1;
+    if (out->n_validate >= STORE_MAX_VALIDATORS) return DV_EINTERNAL;
+    out->validate[out->n_validate].fn = users_vdu;
+    out->validate[out->n_validate].ctx = c;
+    out->n_validate++;
   }
   return 0;
 }

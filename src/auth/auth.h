@@ -35,7 +35,7 @@
  *   every write path ─▶ auth_may_write (design documents need a db admin,
  *     attachments of _users documents an admin); then, in the store's
  *     edit transaction, the users database's validator (users.c's rules,
- *     registered by auth_setup).
+ *     given to the store by auth_hooks_load through main.c's provider).
  *
  * Server admins carry the role "_admin"; so does a _users account whose
  * roles an admin set to include it. Refusals come back as err.h codes
@@ -79,10 +79,17 @@ typedef struct auth_env {
 typedef const char *(*auth_hdr_fn)(void *arg, const char *name);
 
 /* Start of server life: hash plaintext [admins] values (CouchDB does it on
- * start), make [chttpd_auth] secret if there is none, register the users
- * database's validator (store_set_hooks), create the _users database if it
- * is missing. Persisted to the config file. */
+ * start), make [chttpd_auth] secret if there is none, create the _users
+ * database if it is missing. Persisted to the config file. The users
+ * database's validator is not registered here: main.c's hooks provider
+ * asks auth_hooks_load. */
 int auth_setup(store *st, dv_config *cfg) DV_MUST_CHECK;
+
+/* auth's part of the store's hooks provider (store/hooks.h): for the users
+ * database ([couch_httpd_auth] authentication_db), append users.c's rules
+ * to out->validate. Other databases get nothing. 0, or DV_EINTERNAL when
+ * the table is full. cfg must outlive the store's use of the table. */
+int auth_hooks_load(dv_config *cfg, const char *name, size_t len, store_hooks *out) DV_MUST_CHECK;
 
 /* Who the credentials name: 0 with *out (anonymous when none), *set_cookie
  * a Set-Cookie value to send (a renewed session) or NULL; or a refusal

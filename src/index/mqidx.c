@@ -499,14 +499,33 @@ int mq_index_parse(dv_arena *a, const json_val *body, mq_index_req *out, const c
 
 /* ---- POST _index: the design document --------------------------------------------- */
 
+/* Equal JSON values, object members in any order: the store keeps a
+ * document's leaves by path, so a stored design document comes back with
+ * its members sorted, and CouchDB's term-identical test becomes this. */
 static int same_json(const json_val *x, const json_val *y) {
-  dv_buf a, b;
-  buf_init(&a);
-  buf_init(&b);
-  int same = !json_write(&a, x) && !json_write(&b, y) && a.len == b.len && !memcmp(a.p, b.p, a.len);
-  buf_free(&a);
-  buf_free(&b);
-  return same;
+  if (x->type != y->type) return 0;
+  switch (x->type) {
+  case JSON_NULL:
+    return 1;
+  case JSON_BOOL:
+    return x->b == y->b;
+  case JSON_NUMBER:
+    return !mango_cmp(x, y) && x->num == y->num;
+  case JSON_STRING:
+    return x->len == y->len && !memcmp(x->u.s, y->u.s, x->len);
+  case JSON_ARRAY:
+    if (x->len != y->len) return 0;
+    for (size_t i = 0; i < x->len; i++)
+      if (!same_json(x->u.items[i], y->u.items[i])) return 0;
+    return 1;
+  default:
+    if (x->len != y->len) return 0;
+    for (size_t i = 0; i < x->len; i++) {
+      const json_val *v = json_obj_get(y, x->u.members[i].key, x->u.members[i].klen);
+      if (!v || !same_json(x->u.members[i].val, v)) return 0;
+    }
+    return 1;
+  }
 }
 
 int mq_index_add(dv_arena *a, const json_val *old, const mq_index_req *q, json_val **out, int *exists,
@@ -603,4 +622,44 @@ json_val *mq_index_list_json(dv_arena *a, const mi_def *d, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (json_arr_push(a, arr, index_json(a, &d[i]))) return NULL;
   return arr;
+}
+
+/* ---- POST _index/_bulk_delete ---------------------------------------------------------- */
+
+/* mango_opts:validate_use_index: 3.4 splits a string on every "/". */
+static int use_index_ok(const json_val *v) {
+  if (v->type == JSON_NULL) return 1;
+  if (v->type == JSON_ARRAY) {
+    for (size_t i = 0; i < v->len; i++)
+      if (v->u.items[i]->type != JSON_STRING) return 0;
+    return v->len <= 2;
+  }
+  if (v->type != JSON_STRING) return 0;
+  size_t parts = 1, first = v->len;
+  for (size_t i = 0; i < v->len; i++)
+    if (v->u.s[i] == '/') {
+      if (parts == 1) first = i;
+      parts++;
+    }
+  if (parts <= 2) return 1;
+  return parts == 3 && first == 7 && !memcmp(v->u.s, "_design", 7);
+}
+
+int mq_bulk_delete_parse(dv_arena *a, const json_val *body, const json_val **ids, const char **why) {
+  static const char *const keys[] = {"docids", "w"};
+  *why = NULL;
+  const json_val *d = json_obj_getz(body, "docids"), *w = json_obj_getz(body, "w");
+  if (!d) {
+    *why = "Missing required key: docids";
+    return DV_EMQI_MISSING_KEY;
+  }
+  if (d->type != JSON_ARRAY)
+    return fail(a, why, DV_EMQI_BULK_DOCS, "Bulk Delete requires an array of non-null docids. Docids: ", d, NULL);
+  for (size_t i = 0; i < d->len; i++)
+    if (!use_index_ok(d->u.items[i])) return fail(a, why, DV_EMQI_INDEX_NAME, "Invalid index name: ", d->u.items[i], NULL);
+  if (w && !pos_int(w)) return fail(a, why, DV_EMQI_POS_INTEGER, "", w, " is not an integer greater than zero");
+  int rc = no_other_keys(a, body, keys, 2, why);
+  if (rc) return rc;
+  *ids = d;
+  return 0;
 }

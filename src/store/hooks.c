@@ -5,7 +5,7 @@
  *
  * Data flow (DESIGN.md "Write hooks"):
  *   store_set_hooks(s, provider)     once, by the layers above, at startup
- *                                    (main.c through auth_setup today).
+ *                                    (main.c: auth/'s and index/'s parts).
  *   store_update(db, w, edits…)      per transaction attempt (edit.c up_fn):
  *     st_db_check                    the metadata-version key moved since
  *                                    the handle's cache was read -> the

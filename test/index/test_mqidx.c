@@ -139,6 +139,13 @@ TEST(mqidx_add) {
   json_val *doc2;
   ASSERT_OK(mq_index_add(&a, doc, &q, &doc2, &exists, &why));
   ASSERT_EQ(exists, 1);
+  /* as the store gives it back: members sorted */
+  ASSERT_OK(mq_index_add(&a,
+                         J(&a, "{'_id':'_design/d','_rev':'1-abc','language':'query','views':{'foo-index':{"
+                               "'map':{'fields':{'foo':'asc'},'partial_filter_selector':{}},"
+                               "'options':{'def':{'fields':['foo']}},'reduce':'_count'}}}"),
+                         &q, &doc2, &exists, &why));
+  ASSERT_EQ(exists, 1);
   /* another name is appended; the same name with other fields replaced in place */
   mq_index_req q2, q3;
   ASSERT_OK(mq_index_parse(&a, J(&a, "{'index':{'fields':['bar']},'name':'bar','ddoc':'d'}"), &q2, &why));
