@@ -26,4 +26,3 @@
   X(mqidx_parse_errors, 10) \
   X(mqidx_add, 10) \
   X(mqidx_list_json, 10)
->>>>>>> dc42d77 (index: mqidx — POST _index validation (CouchDB 3.4's errors and reasons), CouchDB's generated names (SHA-1 of the Erlang term), the design document an index adds to, GET _index's list; err.h rows -4240..-4257; test_mqidx)
