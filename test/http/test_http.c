@@ -40,6 +40,7 @@ TEST(http_hostile) { suite("test/node/http/hostile.test.js"); }
 TEST(http_slowloris) { suite("test/node/http/slowloris.test.js"); }
 TEST(http_idlefeeds) { suite("test/node/http/idlefeeds.test.js"); }
 TEST(http_diskfull) { suite("test/node/http/diskfull.test.js"); }
+TEST(http_mango) { suite("test/node/http/mango.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
 TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }
@@ -55,6 +56,7 @@ TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
 TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }
 TEST(client_pouchdb_att) { suite("test/node/clients/pouchdb_att.test.js"); }
 TEST(client_pouchdb_repl) { suite("test/node/clients/pouchdb_repl.test.js"); }
+TEST(client_pouchdb_find) { suite("test/node/clients/pouchdb_find.test.js"); }
 TEST(repl_replicate) { suite("test/node/repl/replicate.test.js"); }
 TEST(repl_replicator_db) { suite("test/node/repl/replicator_db.test.js"); }
 TEST(repl_faults) { suite("test/node/repl/faults.test.js"); }

@@ -30,11 +30,13 @@
   X(http_idlefeeds, 180)       \
   X(http_diskfull, 240)        \
   X(http_auth, 120)            \
+  X(http_mango, 150)           \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
   X(client_pouchdb_att, 180)   \
   X(client_pouchdb_repl, 200)  \
+  X(client_pouchdb_find, 120)  \
   X(repl_replicate, 240)       \
   X(repl_replicator_db, 200)   \
   X(repl_faults, 240)          \
