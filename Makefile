@@ -5,7 +5,7 @@
 #   make test                  every test; ends with "N passed, N failed"
 #   make SANITIZE=address,undefined test   the same under sanitizers
 #   make CC=clang              build with clang (gcc is the default)
-#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, att1g.js)
+#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, att1g.js)
 #   make bench-att1g           only the 1 GiB attachment proof (slow; not in make test)
 #   make fuzz FUZZ_SECONDS=600 run each libFuzzer target that long
 #   make format / make clean
@@ -126,6 +126,7 @@ bench: divan $(BENCHES)
 	@echo "== http: divan vs pouchdb-server (bench/http)"; DIVAN_BIN=$(BUILD)/divan node bench/http/bench.js
 	@echo "== http attachments: divan vs pouchdb-server (bench/http/attbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/attbench.js
 	@echo "== http replication: divan → divan and pouchdb-server → divan (bench/http/replbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/replbench.js
+	@echo "== http mango: divan vs pouchdb-server (bench/http/mangobench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/mangobench.js
 	@$(MAKE) --no-print-directory bench-att1g
 
 .PHONY: bench-att1g

@@ -602,3 +602,7 @@ TEST(mango_deep) {
 }
 
 TEST(mango_fuzz_smoke) { test_fuzz_smoke("fuzz_mango"); }
+
+/* The request parsers of index/mquery.h (_find/_explain and POST _index
+ * bodies) under libFuzzer for 20 s (test/fuzz/fuzz_mango_req.c). */
+TEST(mango_req_fuzz_smoke) { test_fuzz_smoke("fuzz_mango_req"); }

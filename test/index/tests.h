@@ -7,6 +7,7 @@
   X(mango_regex_threads, 60) \
   X(mango_deep, 30) \
   X(mango_fuzz_smoke, 120) \
+  X(mango_req_fuzz_smoke, 120) \
   X(collate_docs_spec, 10) \
   X(collate_docs_ranges, 10) \
   X(collate_docs_ascii, 10) \
