@@ -55,6 +55,13 @@ test('setup: a local PouchDB replicates ' + N + ' documents to divan', async () 
   for (let i = 0; i < N; i++) batch.push(person(i));
   await local.bulkDocs(batch);
   remote = new PouchDB(base + '/people');
+  // a rejection that says what the server answered (a PouchError's stack does not)
+  for (const m of ['createIndex', 'getIndexes', 'find', 'explain', 'deleteIndex']) {
+    const f = remote[m].bind(remote);
+    remote[m] = (...args) => f(...args).catch((e) => {
+      throw Object.assign(new Error(`${m}: ${e.status} ${e.error}: ${e.reason}`), { status: e.status, error: e.error, reason: e.reason });
+    });
+  }
   const r = await local.replicate.to(remote);
   eq(r.docs_written, N);
   const all = await local.allDocs({ include_docs: true });
