@@ -150,16 +150,18 @@ static void sig_of(const mi_def *d, uint8_t out[MI_SIG_LEN]) {
 
 /* One view of a query design document as an index; 0 when it is not one. */
 static int view_def(dv_arena *a, const char *ddoc, const json_member *m, mi_def *d) {
-  const json_val *map = json_obj_getz(m->val, "map");
+  /* mango_idx_view:validate_ddoc: a map with an object of fields, and an
+   * options object; a view without them is not an index (CouchDB skips it) */
+  const json_val *map = json_obj_getz(m->val, "map"), *opt = json_obj_getz(m->val, "options");
   const json_val *f = map ? json_obj_getz(map, "fields") : NULL;
-  if (!f || f->type != JSON_OBJECT || !f->len || f->len > MI_MAX_FIELDS) return 0;
+  if (!f || f->type != JSON_OBJECT || f->len > MI_MAX_FIELDS || !opt || opt->type != JSON_OBJECT) return 0;
   memset(d, 0, sizeof *d);
   d->ddoc = ddoc;
   d->name = arena_strndup(a, m->key, m->klen);
   d->n_fields = f->len;
-  d->fields = arena_alloc(a, f->len * sizeof *d->fields);
-  d->field_lens = arena_alloc(a, f->len * sizeof *d->field_lens);
-  d->desc = arena_alloc(a, f->len);
+  d->fields = arena_alloc(a, (f->len + 1) * sizeof *d->fields);
+  d->field_lens = arena_alloc(a, (f->len + 1) * sizeof *d->field_lens);
+  d->desc = arena_alloc(a, f->len + 1);
   if (!d->name || !d->fields || !d->field_lens || !d->desc) return DV_ENOMEM;
   for (size_t i = 0; i < f->len; i++) {
     const json_val *dir = f->u.members[i].val;
@@ -229,14 +231,14 @@ static int def_parse(dv_arena *a, const char *ddoc, const char *name, const uint
   json_opts jo = {.flags = JSON_COPY};
   if (json_parse(a, js, jn, &jo, &v, NULL)) return DV_ECORRUPT;
   const json_val *fs = json_obj_getz(v, "fields");
-  if (!fs || fs->type != JSON_ARRAY || !fs->len) return DV_ECORRUPT;
+  if (!fs || fs->type != JSON_ARRAY) return DV_ECORRUPT;
   memset(d, 0, sizeof *d);
   d->ddoc = ddoc;
   d->name = name;
   d->n_fields = fs->len;
-  d->fields = arena_alloc(a, fs->len * sizeof *d->fields);
-  d->field_lens = arena_alloc(a, fs->len * sizeof *d->field_lens);
-  d->desc = arena_alloc(a, fs->len);
+  d->fields = arena_alloc(a, (fs->len + 1) * sizeof *d->fields);
+  d->field_lens = arena_alloc(a, (fs->len + 1) * sizeof *d->field_lens);
+  d->desc = arena_alloc(a, fs->len + 1);
   if (!d->fields || !d->field_lens || !d->desc) return DV_ENOMEM;
   for (size_t i = 0; i < fs->len; i++) {
     const json_val *f = fs->u.items[i];

@@ -16,7 +16,7 @@
  * name and design document id CouchDB 3.4 would give it.
  *
  * Error reasons quote values the way Erlang's io_lib ~w prints the decoded
- * JSON (term_w): <<"abc">>, [1,2], {[{<<"a">>,1}]}.
+ * JSON (term_w): <<97,98,99>>, [1,2], {[{<<97>>,1}]}.
  */
 #include "index/mquery.h"
 
@@ -29,32 +29,12 @@
 
 /* ---- error reasons -------------------------------------------------------------- */
 
-/* A printable binary for ~w: what io_lib's latin-1 printable check takes. */
-static int bin_printable(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    uint8_t c = p[i];
-    if ((c >= 32 && c <= 126) || c >= 160 || (c >= 8 && c <= 13) || c == 27) continue;
-    return 0;
-  }
-  return 1;
-}
-
+/* Erlang's ~w of a binary: its bytes, <<120,121>> (~w never prints a
+ * binary as a string; ~p would), as mango.c's selector errors do. */
 static void bin_w(dv_buf *b, const char *s, size_t n) {
   const uint8_t *p = (const uint8_t *)s;
   buf_puts(b, "<<");
-  if (n && bin_printable(p, n)) {
-    buf_putc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-      static const char esc[] = "btnvfr"; /* \b \t \n \v \f \r: bytes 8..13 */
-      if (p[i] == '"' || p[i] == '\\') buf_putc(b, '\\'), buf_putc(b, p[i]);
-      else if (p[i] >= 8 && p[i] <= 13) buf_putc(b, '\\'), buf_putc(b, (uint8_t)esc[p[i] - 8]);
-      else if (p[i] == 27) buf_puts(b, "\\e");
-      else buf_putc(b, p[i]);
-    }
-    buf_putc(b, '"');
-  } else {
-    for (size_t i = 0; i < n; i++) buf_printf(b, i ? ",%u" : "%u", p[i]);
-  }
+  for (size_t i = 0; i < n; i++) buf_printf(b, i ? ",%u" : "%u", p[i]);
   buf_puts(b, ">>");
 }
 
@@ -539,7 +519,7 @@ int mq_index_add(dv_arena *a, const json_val *old, const mq_index_req *q, json_v
         *why = "Existing design doc has an invalid language: false";
         return DV_EMQI_DDOC_LANG;
       }
-      return fail(a, why, DV_EMQI_DDOC_LANG, "Existing design doc has an invalid language: {<<\"language\">>,", lang,
+      return fail(a, why, DV_EMQI_DDOC_LANG, "Existing design doc has an invalid language: {<<108,97,110,103,117,97,103,101>>,", lang,
                   "}");
     }
     if (!(doc = json_dup(a, old))) return DV_ENOMEM;
