@@ -46,9 +46,9 @@ static void save_err(hreq *r, int rc, const char *why) {
   if (rc == DV_EFORBIDDEN || rc == DV_EUNAUTHORIZED || rc == DV_EVDU_TYPEERROR || rc == DV_EVDU_UNKNOWN)
     hres_errw(r, rc, why);
   else if (rc == DV_ECONFLICT)
-    hres_errw(r, DV_EMQI_SAVING, "Encountered a conflict while saving the design document.");
+    hres_errw(r, DV_EMQ_SAVING, "Encountered a conflict while saving the design document.");
   else
-    hres_errwf(r, DV_EMQI_SAVING, "Unknown error while saving the design document: %s", dv_err_couch(rc));
+    hres_errwf(r, DV_EMQ_SAVING, "Unknown error while saving the design document: %s", dv_err_couch(rc));
 }
 
 static void idx_written(hreq *r) {
@@ -178,7 +178,7 @@ static void idx_list(hreq *r) {
   int64_t total = (int64_t)all->len, limit = total, skip = 0;
   const char *ls = hq_get(r, "limit", NULL), *ss = hq_get(r, "skip", NULL);
   if ((ls && (erl_int(ls, &limit) || limit < 1)) || (ss && (erl_int(ss, &skip) || skip < 0))) {
-    hres_err(r, DV_EMQI_LIST_PARAMS); /* CouchDB answers these with a 500 */
+    hres_err(r, DV_EMQ_LIST_PARAMS); /* CouchDB answers these with a 500 */
     return;
   }
   if (skip > total) skip = total;
@@ -309,7 +309,7 @@ static void bulk_delete(hreq *r) {
   for (size_t i = 0; i < ids->len; i++) {
     const json_val *v = ids->u.items[i];
     if (v->type != JSON_STRING) { /* valid for use_index, but mango_httpd crashes on it */
-      hres_errw(r, DV_EMQI_UNKNOWN, "Unknown Error: docids must be strings.");
+      hres_errw(r, DV_EMQ_UNKNOWN, "Unknown Error: docids must be strings.");
       return;
     }
     char *id = design_id(r, v->u.s, v->len);
@@ -319,7 +319,7 @@ static void bulk_delete(hreq *r) {
     for (size_t k = 0; !rc && k < n; k++)
       if (!strcmp(d[k].ddoc, id)) found++, at = k;
     if (!rc && found > 1) { /* mango_httpd's case_clause: the request fails, what was deleted stays */
-      hres_errwf(r, DV_EMQI_UNKNOWN, "Unknown Error: %s holds more than one index.", id);
+      hres_errwf(r, DV_EMQ_UNKNOWN, "Unknown Error: %s holds more than one index.", id);
       return;
     }
     json_val *doc = NULL;

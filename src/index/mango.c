@@ -51,85 +51,9 @@
 #include <string.h>
 
 #include "index/collate.h"
+#include "index/mango_int.h"
 #include "util/alloc.h"
 #include "util/buf.h"
-
-/* ------------------------------------------------------------------ */
-/* The condition tree                                                  */
-/* ------------------------------------------------------------------ */
-
-enum mop {
-  MO_AND,     /* all kids match (none: true) */
-  MO_OR,      /* some kid matches (none: true, as CouchDB) */
-  MO_NOT,     /* kid[0] does not match */
-  MO_NOR,     /* no kid matches; gone after norm_negations */
-  MO_FIELD,   /* kid[0] matches the value at str (a key before norm_fields,
-                 a dotted path after it; "" is the value itself) */
-  MO_ELEM,    /* $elemMatch: some element of an array matches kid[0] */
-  MO_ALLM,    /* $allMatch: every element of a non-empty array matches */
-  MO_KEYMAP,  /* $keyMapMatch: some key of a non-empty object matches */
-  MO_LT,      /* the comparisons, against arg */
-  MO_LTE,
-  MO_EQ,
-  MO_NE,
-  MO_GTE,
-  MO_GT,
-  MO_IN,      /* arg is an array */
-  MO_NIN,     /* arg is an array */
-  MO_ALL,     /* arg is an array */
-  MO_EXISTS,  /* b is the wanted answer */
-  MO_TYPE,    /* arg is a string */
-  MO_MOD,     /* arg is [divisor, remainder], two integers, divisor != 0 */
-  MO_REGEX,   /* str is the translated pattern, b its regcomp flags */
-  MO_SIZE,    /* arg is a non-negative integer */
-  MO_BEGINS,  /* arg is a string */
-  MO_DEFAULT, /* $text, i.e. CouchDB's {"$default": {"$text": arg}} */
-};
-
-typedef struct mseg {
-  const char *s; /* one step of a field path (a key, or an array index) */
-  size_t n;      /* its length */
-} mseg;
-
-/* A field path, one node per nested key, sharing its prefix with every
- * other path below the same key (so a deep selector costs memory linear in
- * its size). CouchDB joins the keys with "." and splits the result at every
- * dot not preceded by a backslash, then drops the backslashes
- * (mango_util:parse_field); splitting each key on its own gives the same
- * steps, except when a key ends with a backslash: then the joining dot is
- * escaped too, and the next key's first step continues this key's last. */
-typedef struct mpath mpath;
-struct mpath {
-  const mpath *up; /* the path this key extends; NULL: the value itself */
-  const char *key; /* the key as written */
-  size_t klen;     /* its length */
-  mseg *seg;       /* this key's steps, backslashes removed */
-  size_t n;        /* their number (at least 1) */
-  uint8_t merge;   /* 1: seg[0] replaces up's last step (up's key ends with '\') */
-  uint8_t bad;     /* 1: the joined path has an empty step (invalid field name) */
-};
-
-typedef struct mnode mnode;
-struct mnode {
-  uint8_t op;          /* enum mop */
-  uint8_t b;           /* EXISTS: 1 = must exist; FIELD: 1 if the path is
-                          exactly "_id"; REGEX: regcomp flags beyond
-                          REG_EXTENDED|REG_NOSUB; DEFAULT: 1 if it came from
-                          $text (arg is the $text argument), 0 if the user
-                          wrote "$default" (arg is its whole value) */
-  size_t n;            /* AND/OR/NOR: number of kids */
-  mnode **kid;         /* AND/OR/NOR: n kids; NOT/FIELD/ELEM/ALLM/KEYMAP: 1 */
-  const json_val *arg; /* the operator's argument (borrowed from the selector) */
-  const char *str;     /* FIELD before norm_fields: its key; REGEX: the
-                          NUL-terminated pattern */
-  size_t slen;         /* its length */
-  const mpath *path;   /* FIELD after norm_fields: its path (NULL: the value
-                          itself, CouchDB's "" field) */
-};
-
-struct mango_sel {
-  mnode *root; /* NULL for the empty selector {}, which matches everything */
-};
 
 /* Parse state. */
 typedef struct mctx {
@@ -1372,4 +1296,66 @@ static int match(const mnode *n, const json_val *v, int raw) {
 int mango_match(const mango_sel *s, const json_val *doc) {
   if (!s->root) return 1;
   return match(s->root, doc, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The normalised selector as JSON (mango_int.h)                       */
+/* ------------------------------------------------------------------ */
+
+void mango__erl_w(dv_buf *b, const json_val *v) { erl_w(b, v); }
+
+const char *mango__path_name(dv_arena *a, const mpath *p, size_t *len) {
+  dv_buf b = DV_BUF_INIT;
+  if (p) path_text(&b, p);
+  char *s = buf_error(&b) ? NULL : arena_strndup(a, b.p ? (const char *)b.p : "", b.len);
+  if (s && len) *len = b.len;
+  buf_free(&b);
+  return s;
+}
+
+/* {key: v}, or NULL when out of memory. */
+static json_val *one(dv_arena *a, const char *key, size_t kn, json_val *v) {
+  json_val *o = json_new_object(a);
+  if (!o || !v || json_obj_set(a, o, key, kn, v)) return NULL;
+  return o;
+}
+
+json_val *mango__node_json(dv_arena *a, const mnode *n) {
+  static const char *const names[] = {
+      [MO_AND] = "$and", [MO_OR] = "$or", [MO_NOT] = "$not", [MO_NOR] = "$nor",
+      [MO_ELEM] = "$elemMatch", [MO_ALLM] = "$allMatch", [MO_KEYMAP] = "$keyMapMatch",
+      [MO_LT] = "$lt", [MO_LTE] = "$lte", [MO_EQ] = "$eq", [MO_NE] = "$ne", [MO_GTE] = "$gte",
+      [MO_GT] = "$gt", [MO_IN] = "$in", [MO_NIN] = "$nin", [MO_ALL] = "$all",
+      [MO_EXISTS] = "$exists", [MO_TYPE] = "$type", [MO_MOD] = "$mod", [MO_REGEX] = "$regex",
+      [MO_SIZE] = "$size", [MO_BEGINS] = "$beginsWith", [MO_DEFAULT] = "$default"};
+  const char *op = names[n->op];
+  switch (n->op) {
+  case MO_AND:
+  case MO_OR:
+  case MO_NOR: {
+    json_val *arr = json_new_array(a);
+    for (size_t i = 0; arr && i < n->n; i++)
+      if (json_arr_push(a, arr, mango__node_json(a, n->kid[i]))) return NULL;
+    return one(a, op, strlen(op), arr);
+  }
+  case MO_NOT:
+  case MO_ELEM:
+  case MO_ALLM:
+  case MO_KEYMAP: return one(a, op, strlen(op), mango__node_json(a, n->kid[0]));
+  case MO_FIELD: {
+    size_t len = 0;
+    const char *name = mango__path_name(a, n->path, &len);
+    return name ? one(a, name, len, mango__node_json(a, n->kid[0])) : NULL;
+  }
+  case MO_EXISTS: return one(a, op, strlen(op), json_new_bool(a, n->b));
+  case MO_DEFAULT:
+    if (n->b) return one(a, op, strlen(op), one(a, "$text", 5, json_dup(a, n->arg)));
+    return one(a, op, strlen(op), json_dup(a, n->arg));
+  default: return one(a, op, strlen(op), json_dup(a, n->arg));
+  }
+}
+
+json_val *mango_to_json(dv_arena *a, const mango_sel *s) {
+  if (!s->root) return json_new_object(a);
+  return mango__node_json(a, s->root);
 }

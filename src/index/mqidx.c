@@ -350,7 +350,7 @@ static int no_other_keys(dv_arena *a, const json_val *obj, const char *const *ke
     const json_member *m = &obj->u.members[i];
     size_t k = 0;
     while (k < n && !(strlen(keys[k]) == m->klen && !memcmp(keys[k], m->key, m->klen))) k++;
-    if (k == n) return fail_s(a, why, DV_EMQI_INVALID_KEY, "Invalid key ", m->key, m->klen, " for this request.");
+    if (k == n) return fail_s(a, why, DV_EMQ_INVALID_KEY, "Invalid key ", m->key, m->klen, " for this request.");
   }
   return 0;
 }
@@ -358,7 +358,7 @@ static int no_other_keys(dv_arena *a, const json_val *obj, const char *const *ke
 /* mango_sort:new on "fields": {"f": "asc"|"desc", …} in order, one direction. */
 static int sort_fields(dv_arena *a, const json_val *fields, json_val **out, const char **why) {
   if (fields->type != JSON_ARRAY)
-    return fail(a, why, DV_EMQI_SORT_JSON, "Sort must be an array of sort specs, not: ", fields, NULL);
+    return fail(a, why, DV_EMQ_SORT_JSON, "Sort must be an array of sort specs, not: ", fields, NULL);
   json_val *o = json_new_object(a);
   if (!o) return DV_ENOMEM;
   int dir = -1; /* 0 asc, 1 desc */
@@ -375,10 +375,10 @@ static int sort_fields(dv_arena *a, const json_val *fields, json_val **out, cons
       else if (is_str(v, "desc")) d = 1;
       name = f->u.members[0].key, nl = f->u.members[0].klen;
     }
-    if (d < 0) return fail(a, why, DV_EMQI_SORT_FIELD, "Invalid sort field: ", f, NULL);
+    if (d < 0) return fail(a, why, DV_EMQ_SORT_FIELD, "Invalid sort field: ", f, NULL);
     if (dir >= 0 && d != dir) {
       *why = "Sorts currently only support a single direction for all fields.";
-      return DV_EMQI_MIXED_SORT;
+      return DV_EMQ_MIXED_SORT;
     }
     dir = d;
     if (json_obj_set(a, o, name, nl, json_new_stringz(a, d ? "desc" : "asc"))) return DV_ENOMEM;
@@ -401,14 +401,14 @@ int mq_index_parse(dv_arena *a, const json_val *body, mq_index_req *out, const c
   const json_val *w = json_obj_getz(body, "w"), *part = json_obj_getz(body, "partitioned");
   if (!idx) {
     *why = "Missing required key: index";
-    return DV_EMQI_MISSING_KEY;
+    return DV_EMQ_MISSING_KEY;
   }
   const json_val *strs[] = {type, name, ddoc};
   for (int i = 0; i < 3; i++)
-    if (strs[i] && strs[i]->type != JSON_STRING) return fail(a, why, DV_EMQI_STRING, "Invalid string: ", strs[i], NULL);
-  if (w && !pos_int(w)) return fail(a, why, DV_EMQI_POS_INTEGER, "", w, " is not an integer greater than zero");
+    if (strs[i] && strs[i]->type != JSON_STRING) return fail(a, why, DV_EMQ_STRING, "Invalid string: ", strs[i], NULL);
+  if (w && !pos_int(w)) return fail(a, why, DV_EMQ_POS_INTEGER, "", w, " is not an integer greater than zero");
   if (part && part->type != JSON_BOOL)
-    return fail(a, why, DV_EMQI_PARTITIONED_VALUE, "Invalid value for partitioned: ", part, NULL);
+    return fail(a, why, DV_EMQ_PARTITIONED_VALUE, "Invalid value for partitioned: ", part, NULL);
   int rc = no_other_keys(a, body, top, sizeof top / sizeof *top, why);
   if (rc) return rc;
 
@@ -416,9 +416,9 @@ int mq_index_parse(dv_arena *a, const json_val *body, mq_index_req *out, const c
   if (type && !is_str(type, "json")) {
     if (is_str(type, "text") || is_str(type, "nouveau")) {
       *why = is_str(type, "text") ? "text" : "nouveau";
-      return DV_EMQI_SERVICE;
+      return DV_EMQ_SERVICE;
     }
-    return fail_s(a, why, DV_EMQI_INDEX, "Invalid type for index: ", type->u.s, type->len, "");
+    return fail_s(a, why, DV_EMQ_INDEX, "Invalid type for index: ", type->u.s, type->len, "");
   }
   char hash[41] = "";
   if ((!name || !ddoc) && (rc = gen_name(idx, ddoc, name, part, type, w, hash))) return rc;
@@ -443,11 +443,11 @@ int mq_index_parse(dv_arena *a, const json_val *body, mq_index_req *out, const c
   }
 
   /* mango_idx_view:validate_new */
-  if (idx->type != JSON_OBJECT) return fail(a, why, DV_EMQI_INDEX, "JSON indexes must be an object, not: ", idx, NULL);
+  if (idx->type != JSON_OBJECT) return fail(a, why, DV_EMQ_INDEX, "JSON indexes must be an object, not: ", idx, NULL);
   const json_val *fields = json_obj_getz(idx, "fields"), *pfs = json_obj_getz(idx, "partial_filter_selector");
   if (!fields) {
     *why = "Missing required key: fields";
-    return DV_EMQI_MISSING_KEY;
+    return DV_EMQ_MISSING_KEY;
   }
   json_val *fo = NULL;
   if ((rc = sort_fields(a, fields, &fo, why))) return rc;
@@ -517,9 +517,9 @@ int mq_index_add(dv_arena *a, const json_val *old, const mq_index_req *q, json_v
     if (!is_str(lang, "query")) {
       if (!lang) {
         *why = "Existing design doc has an invalid language: false";
-        return DV_EMQI_DDOC_LANG;
+        return DV_EMQ_DDOC_LANG;
       }
-      return fail(a, why, DV_EMQI_DDOC_LANG, "Existing design doc has an invalid language: {<<108,97,110,103,117,97,103,101>>,", lang,
+      return fail(a, why, DV_EMQ_DDOC_LANG, "Existing design doc has an invalid language: {<<108,97,110,103,117,97,103,101>>,", lang,
                   "}");
     }
     if (!(doc = json_dup(a, old))) return DV_ENOMEM;
@@ -542,7 +542,7 @@ int mq_index_add(dv_arena *a, const json_val *old, const mq_index_req *q, json_v
   int oldp = op && op->type == JSON_BOOL ? op->b : op ? -2 : -1; /* -2: a value that is no boolean */
   if (q->partitioned != oldp) {
     if (old) {
-      return fail_s(a, why, DV_EMQI_PARTITIONED_OPTION,
+      return fail_s(a, why, DV_EMQ_PARTITIONED_OPTION,
                     "Requested partitioned option does not match existing value on design document ", q->ddoc,
                     strlen(q->ddoc), "");
     }
@@ -551,7 +551,7 @@ int mq_index_add(dv_arena *a, const json_val *old, const mq_index_req *q, json_v
        * refuses true there at the save; false is written as CouchDB does */
       if (q->partitioned) {
         *why = "partitioned option cannot be true in a non-partitioned database.";
-        return DV_EMQI_DESIGN_DOC;
+        return DV_EMQ_DESIGN_DOC;
       }
       json_val *o = json_new_object(a);
       if (!o || json_obj_setz(a, o, "partitioned", json_new_bool(a, 0)) || json_obj_setz(a, doc, "options", o))
@@ -631,13 +631,13 @@ int mq_bulk_delete_parse(dv_arena *a, const json_val *body, const json_val **ids
   const json_val *d = json_obj_getz(body, "docids"), *w = json_obj_getz(body, "w");
   if (!d) {
     *why = "Missing required key: docids";
-    return DV_EMQI_MISSING_KEY;
+    return DV_EMQ_MISSING_KEY;
   }
   if (d->type != JSON_ARRAY)
-    return fail(a, why, DV_EMQI_BULK_DOCS, "Bulk Delete requires an array of non-null docids. Docids: ", d, NULL);
+    return fail(a, why, DV_EMQ_BULK_DOCS, "Bulk Delete requires an array of non-null docids. Docids: ", d, NULL);
   for (size_t i = 0; i < d->len; i++)
-    if (!use_index_ok(d->u.items[i])) return fail(a, why, DV_EMQI_INDEX_NAME, "Invalid index name: ", d->u.items[i], NULL);
-  if (w && !pos_int(w)) return fail(a, why, DV_EMQI_POS_INTEGER, "", w, " is not an integer greater than zero");
+    if (!use_index_ok(d->u.items[i])) return fail(a, why, DV_EMQ_INDEX_NAME, "Invalid index name: ", d->u.items[i], NULL);
+  if (w && !pos_int(w)) return fail(a, why, DV_EMQ_POS_INTEGER, "", w, " is not an integer greater than zero");
   int rc = no_other_keys(a, body, keys, 2, why);
   if (rc) return rc;
   *ids = d;

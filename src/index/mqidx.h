@@ -12,8 +12,8 @@
  * string of one to three "/"-separated parts, or null, [], ["d"],
  * ["d","n"]) and "w" (an integer > 0); other keys are invalid_key. *ids is
  * the docids array (borrowed from body). Errors, with CouchDB's reasons:
- * DV_EMQI_MISSING_KEY, DV_EMQI_BULK_DOCS, DV_EMQI_INDEX_NAME,
- * DV_EMQI_POS_INTEGER, DV_EMQI_INVALID_KEY. */
+ * DV_EMQ_MISSING_KEY, DV_EMQ_BULK_DOCS, DV_EMQ_INDEX_NAME,
+ * DV_EMQ_POS_INTEGER, DV_EMQ_INVALID_KEY. */
 int mq_bulk_delete_parse(dv_arena *a, const json_val *body, const json_val **ids, const char **why) DV_MUST_CHECK;
 
 #endif

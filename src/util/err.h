@@ -115,25 +115,33 @@
   X(MANGO_SELECTOR_JSON, -4205, 400, "invalid_selector_json", "Selector must be a JSON object.", 0) \
   X(MANGO_BAD_FIELD, -4206, 400, "bad_field", "Invalid field.", 0)             \
   X(MANGO_FIELD_NAME, -4207, 400, "invalid_field_name", "Invalid field name.", 0) \
-  /* Mango's index endpoints (index/mqidx.c, api/mango.c): mango_error's names */ \
-  X(MQI_MISSING_KEY, -4240, 400, "missing_required_key", "Missing required key.", 0) \
-  X(MQI_INVALID_KEY, -4241, 400, "invalid_key", "Invalid key for this request.", 0) \
-  X(MQI_STRING, -4242, 400, "invalid_string", "Invalid string.", 0)             \
-  X(MQI_POS_INTEGER, -4243, 400, "invalid_pos_integer", "Not an integer greater than zero.", 0) \
-  X(MQI_PARTITIONED_VALUE, -4244, 400, "invalid_partitioned_value", "Invalid value for partitioned.", 0) \
-  X(MQI_INDEX, -4245, 400, "invalid_index", "Invalid index.", 0)                \
-  X(MQI_SERVICE, -4246, 503, "required index service unavailable", "The index service is not available.", 0) \
-  X(MQI_SORT_JSON, -4247, 400, "invalid_sort_json", "Sort must be an array of sort specs.", 0) \
-  X(MQI_SORT_FIELD, -4248, 400, "invalid_sort_field", "Invalid sort field.", 0) \
-  X(MQI_MIXED_SORT, -4249, 400, "unsupported_mixed_sort", "Sorts currently only support a single direction for all fields.", 0) \
-  X(MQI_DDOC_LANG, -4250, 400, "invalid_ddoc_lang", "Existing design doc has an invalid language.", 0) \
-  X(MQI_PARTITIONED_OPTION, -4251, 400, "invalid_partitioned_option", "Requested partitioned option does not match the design document.", 0) \
-  X(MQI_SAVING, -4252, 500, "error_saving_ddoc", "Unknown error while saving the design document.", 0) \
-  X(MQI_LIST_PARAMS, -4253, 500, "invalid_list_index_params", "Index parameter ranges: limit > 1, skip > 0", 0) \
-  X(MQI_BULK_DOCS, -4254, 400, "invalid_bulk_docs", "Bulk Delete requires an array of non-null docids.", 0) \
-  X(MQI_INDEX_NAME, -4255, 400, "invalid_index_name", "Invalid index name.", 0) \
-  X(MQI_DESIGN_DOC, -4256, 400, "invalid_design_doc", "Invalid design document.", 0) \
-  X(MQI_UNKNOWN, -4257, 500, "unknown_error", "Unknown Error.", 0)              \
+  /* Mango's requests (index/mqidx.c, index/mquery.c, api/mango.c): mango_error's names */ \
+  X(MQ_MISSING_KEY, -4240, 400, "missing_required_key", "Missing required key.", 0) \
+  X(MQ_INVALID_KEY, -4241, 400, "invalid_key", "Invalid key for this request.", 0) \
+  X(MQ_STRING, -4242, 400, "invalid_string", "Invalid string.", 0)             \
+  X(MQ_POS_INTEGER, -4243, 400, "invalid_pos_integer", "Not an integer greater than zero.", 0) \
+  X(MQ_PARTITIONED_VALUE, -4244, 400, "invalid_partitioned_value", "Invalid value for partitioned.", 0) \
+  X(MQ_INDEX, -4245, 400, "invalid_index", "Invalid index.", 0)                \
+  X(MQ_SERVICE, -4246, 503, "required index service unavailable", "The index service is not available.", 0) \
+  X(MQ_SORT_JSON, -4247, 400, "invalid_sort_json", "Sort must be an array of sort specs.", 0) \
+  X(MQ_SORT_FIELD, -4248, 400, "invalid_sort_field", "Invalid sort field.", 0) \
+  X(MQ_MIXED_SORT, -4249, 400, "unsupported_mixed_sort", "Sorts currently only support a single direction for all fields.", 0) \
+  X(MQ_DDOC_LANG, -4250, 400, "invalid_ddoc_lang", "Existing design doc has an invalid language.", 0) \
+  X(MQ_PARTITIONED_OPTION, -4251, 400, "invalid_partitioned_option", "Requested partitioned option does not match the design document.", 0) \
+  X(MQ_SAVING, -4252, 500, "error_saving_ddoc", "Unknown error while saving the design document.", 0) \
+  X(MQ_LIST_PARAMS, -4253, 500, "invalid_list_index_params", "Index parameter ranges: limit > 1, skip > 0", 0) \
+  X(MQ_BULK_DOCS, -4254, 400, "invalid_bulk_docs", "Bulk Delete requires an array of non-null docids.", 0) \
+  X(MQ_INDEX_NAME, -4255, 400, "invalid_index_name", "Invalid index name.", 0) \
+  X(MQ_DESIGN_DOC, -4256, 400, "invalid_design_doc", "Invalid design document.", 0) \
+  X(MQ_UNKNOWN, -4257, 500, "unknown_error", "Unknown Error.", 0)              \
+  X(MQ_NON_NEG_INTEGER, -4213, 400, "invalid_non_neg_integer", "Not an integer greater than or equal to zero.", 0) \
+  X(MQ_FIELDS, -4218, 400, "invalid_fields", "Fields must be an array of strings.", 0) \
+  X(MQ_FIELD, -4219, 400, "invalid_field", "Invalid JSON for field spec.", 0) \
+  X(MQ_BOOLEAN, -4220, 400, "invalid_boolean", "Invalid boolean value.", 0)    \
+  X(MQ_STALE, -4221, 400, "invalid_ok_or_false_value", "Invalid value for stale.", 0) \
+  X(MQ_PARTITION, -4222, 400, "illegal_partition", "Invalid partition.", 0)    \
+  X(MQ_BOOKMARK, -4223, 400, "invalid_bookmark", "Invalid bookmark value.", 0) \
+  X(MQ_NO_INDEX, -4224, 400, "no_usable_index", "No index exists for this sort, try indexing by the sort fields.", 0) \
   /* the replicator (repl/): what a replication that failed answers */       \
   X(REPL_FAILED,   -4301, 500, "replication_failed", "The replication failed.", 0) \
   X(REPL_CANCELLED,-4302, 500, "cancelled", "The replication was cancelled.", 0) \

@@ -68,45 +68,45 @@ TEST(mqidx_parse_errors) {
     int rc;
     const char *why;
   } t[] = {
-      {"{}", DV_EMQI_MISSING_KEY, "Missing required key: index"},
-      {"{'zz':1}", DV_EMQI_MISSING_KEY, "Missing required key: index"},
-      {"{'index':{'fields':['a']},'zz':1}", DV_EMQI_INVALID_KEY, "Invalid key zz for this request."},
-      {"{'index':{'fields':['a']},'partial_filter_selector':{}}", DV_EMQI_INVALID_KEY,
+      {"{}", DV_EMQ_MISSING_KEY, "Missing required key: index"},
+      {"{'zz':1}", DV_EMQ_MISSING_KEY, "Missing required key: index"},
+      {"{'index':{'fields':['a']},'zz':1}", DV_EMQ_INVALID_KEY, "Invalid key zz for this request."},
+      {"{'index':{'fields':['a']},'partial_filter_selector':{}}", DV_EMQ_INVALID_KEY,
        "Invalid key partial_filter_selector for this request."},
-      {"{'index':{},'type':1}", DV_EMQI_STRING, "Invalid string: 1"},
-      {"{'index':{},'name':['x']}", DV_EMQI_STRING, "Invalid string: [<<120>>]"},
-      {"{'index':{},'ddoc':{'a':true}}", DV_EMQI_STRING, "Invalid string: {[{<<97>>,true}]}"},
-      {"{'index':{},'w':0}", DV_EMQI_POS_INTEGER, "0 is not an integer greater than zero"},
-      {"{'index':{},'w':-1}", DV_EMQI_POS_INTEGER, "-1 is not an integer greater than zero"},
-      {"{'index':{},'w':2.0}", DV_EMQI_POS_INTEGER, "2.0 is not an integer greater than zero"},
-      {"{'index':{},'w':'x'}", DV_EMQI_POS_INTEGER, "<<120>> is not an integer greater than zero"},
-      {"{'index':{},'partitioned':'x'}", DV_EMQI_PARTITIONED_VALUE, "Invalid value for partitioned: <<120>>"},
-      {"{'index':{},'type':'geo'}", DV_EMQI_INDEX, "Invalid type for index: geo"},
-      {"{'index':{},'type':'text'}", DV_EMQI_SERVICE, "text"},
-      {"{'index':{},'type':'nouveau'}", DV_EMQI_SERVICE, "nouveau"},
+      {"{'index':{},'type':1}", DV_EMQ_STRING, "Invalid string: 1"},
+      {"{'index':{},'name':['x']}", DV_EMQ_STRING, "Invalid string: [<<120>>]"},
+      {"{'index':{},'ddoc':{'a':true}}", DV_EMQ_STRING, "Invalid string: {[{<<97>>,true}]}"},
+      {"{'index':{},'w':0}", DV_EMQ_POS_INTEGER, "0 is not an integer greater than zero"},
+      {"{'index':{},'w':-1}", DV_EMQ_POS_INTEGER, "-1 is not an integer greater than zero"},
+      {"{'index':{},'w':2.0}", DV_EMQ_POS_INTEGER, "2.0 is not an integer greater than zero"},
+      {"{'index':{},'w':'x'}", DV_EMQ_POS_INTEGER, "<<120>> is not an integer greater than zero"},
+      {"{'index':{},'partitioned':'x'}", DV_EMQ_PARTITIONED_VALUE, "Invalid value for partitioned: <<120>>"},
+      {"{'index':{},'type':'geo'}", DV_EMQ_INDEX, "Invalid type for index: geo"},
+      {"{'index':{},'type':'text'}", DV_EMQ_SERVICE, "text"},
+      {"{'index':{},'type':'nouveau'}", DV_EMQ_SERVICE, "nouveau"},
       {"{'index':{'fields':['a']},'ddoc':''}", DV_EBAD_DOCID, "Illegal document id `_design/`"},
       {"{'index':{'fields':['a']},'ddoc':'_design/'}", DV_EBAD_DOCID, "Illegal document id `_design/`"},
-      {"{'index':['a']}", DV_EMQI_INDEX, "JSON indexes must be an object, not: [<<97>>]"},
-      {"{'index':'a'}", DV_EMQI_INDEX, "JSON indexes must be an object, not: <<97>>"},
-      {"{'index':{}}", DV_EMQI_MISSING_KEY, "Missing required key: fields"},
-      {"{'index':{'fields':'a'}}", DV_EMQI_SORT_JSON, "Sort must be an array of sort specs, not: <<97>>"},
-      {"{'index':{'fields':['']}}", DV_EMQI_SORT_FIELD, "Invalid sort field: <<>>"},
-      {"{'index':{'fields':[1.5e10]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: 1.5e10"},
-      {"{'index':{'fields':[1e10]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: 1.0e10"},
-      {"{'index':{'fields':[100.0]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: 100.0"},
-      {"{'index':{'fields':[-0.001]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: -0.001"},
-      {"{'index':{'fields':[1e-7]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: 1.0e-7"},
-      {"{'index':{'fields':[0.5,2]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: 0.5"},
-      {"{'index':{'fields':[12]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: 12"},
-      {"{'index':{'fields':[{'a':'up'}]}}", DV_EMQI_SORT_FIELD, "Invalid sort field: {[{<<97>>,<<117,112>>}]}"},
-      {"{'index':{'fields':[{'a':'asc','b':'asc'}]}}", DV_EMQI_SORT_FIELD,
+      {"{'index':['a']}", DV_EMQ_INDEX, "JSON indexes must be an object, not: [<<97>>]"},
+      {"{'index':'a'}", DV_EMQ_INDEX, "JSON indexes must be an object, not: <<97>>"},
+      {"{'index':{}}", DV_EMQ_MISSING_KEY, "Missing required key: fields"},
+      {"{'index':{'fields':'a'}}", DV_EMQ_SORT_JSON, "Sort must be an array of sort specs, not: <<97>>"},
+      {"{'index':{'fields':['']}}", DV_EMQ_SORT_FIELD, "Invalid sort field: <<>>"},
+      {"{'index':{'fields':[1.5e10]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: 1.5e10"},
+      {"{'index':{'fields':[1e10]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: 1.0e10"},
+      {"{'index':{'fields':[100.0]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: 100.0"},
+      {"{'index':{'fields':[-0.001]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: -0.001"},
+      {"{'index':{'fields':[1e-7]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: 1.0e-7"},
+      {"{'index':{'fields':[0.5,2]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: 0.5"},
+      {"{'index':{'fields':[12]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: 12"},
+      {"{'index':{'fields':[{'a':'up'}]}}", DV_EMQ_SORT_FIELD, "Invalid sort field: {[{<<97>>,<<117,112>>}]}"},
+      {"{'index':{'fields':[{'a':'asc','b':'asc'}]}}", DV_EMQ_SORT_FIELD,
        "Invalid sort field: {[{<<97>>,<<97,115,99>>},{<<98>>,<<97,115,99>>}]}"},
-      {"{'index':{'fields':['a',{'b':'desc'}]}}", DV_EMQI_MIXED_SORT,
+      {"{'index':{'fields':['a',{'b':'desc'}]}}", DV_EMQ_MIXED_SORT,
        "Sorts currently only support a single direction for all fields."},
       {"{'index':{'fields':['a'],'partial_filter_selector':[]}}", DV_EMANGO_SELECTOR_JSON,
        "Selector must be a JSON object, not: []"},
       {"{'index':{'fields':['a'],'partial_filter_selector':{'a':{'$foo':1}}}}", DV_EMANGO_OPERATOR, NULL},
-      {"{'index':{'fields':['a'],'x':1}}", DV_EMQI_INVALID_KEY, "Invalid key x for this request."},
+      {"{'index':{'fields':['a'],'x':1}}", DV_EMQ_INVALID_KEY, "Invalid key x for this request."},
   };
   dv_arena a;
   arena_init(&a, 0);
@@ -170,10 +170,10 @@ TEST(mqidx_add) {
   /* language */
   ASSERT_EQ(mq_index_add(&a, J(&a, "{'_id':'_design/d','_rev':'1-a','language':'javascript'}"), &q, &doc, &exists,
                          &why),
-            DV_EMQI_DDOC_LANG);
+            DV_EMQ_DDOC_LANG);
   ASSERT_STR_EQ(why, "Existing design doc has an invalid language: {<<108,97,110,103,117,97,103,101>>,<<106,97,118,97,115,99,114,105,112,116>>}");
   ASSERT_EQ(mq_index_add(&a, J(&a, "{'_id':'_design/d','_rev':'1-a','views':{}}"), &q, &doc, &exists, &why),
-            DV_EMQI_DDOC_LANG);
+            DV_EMQ_DDOC_LANG);
   ASSERT_STR_EQ(why, "Existing design doc has an invalid language: false");
   /* partitioned: set on a new ddoc, a mismatch on an existing one */
   mq_index_req qp;
@@ -181,11 +181,11 @@ TEST(mqidx_add) {
   ASSERT_OK(mq_index_add(&a, NULL, &qp, &doc, &exists, &why));
   ASSERT_STR_EQ(text_of(json_obj_getz(doc, "options")), "{\"partitioned\":false}");
   ASSERT_EQ(mq_index_add(&a, J(&a, "{'_id':'_design/d','_rev':'1-a','language':'query'}"), &qp, &doc, &exists, &why),
-            DV_EMQI_PARTITIONED_OPTION);
+            DV_EMQ_PARTITIONED_OPTION);
   ASSERT_OK(mq_index_add(&a, J(&a, "{'_id':'_design/d','_rev':'1-a','language':'query','options':{'partitioned':false}}"),
                          &qp, &doc, &exists, &why));
   ASSERT_OK(mq_index_parse(&a, J(&a, "{'index':{'fields':['a']},'ddoc':'d','partitioned':true}"), &qp, &why));
-  ASSERT_EQ(mq_index_add(&a, NULL, &qp, &doc, &exists, &why), DV_EMQI_DESIGN_DOC);
+  ASSERT_EQ(mq_index_add(&a, NULL, &qp, &doc, &exists, &why), DV_EMQ_DESIGN_DOC);
   arena_free(&a);
 }
 
