@@ -163,11 +163,31 @@ static int view_def(dv_arena *a, const char *ddoc, const json_member *m, mi_def 
   d->field_lens = arena_alloc(a, (f->len + 1) * sizeof *d->field_lens);
   d->desc = arena_alloc(a, f->len + 1);
   if (!d->name || !d->fields || !d->field_lens || !d->desc) return DV_ENOMEM;
+  /* the column order: divan keeps a document's members in key order, so
+   * map.fields comes back sorted; options.def.fields (the request's array)
+   * still has the order the index was made with, and gives it when it
+   * names the same fields */
+  const json_val *order = json_obj_getz(json_obj_getz(opt, "def"), "fields");
+  int use_order = order && order->type == JSON_ARRAY && order->len == f->len;
+  for (size_t i = 0; use_order && i < order->len; i++) {
+    const json_val *o = order->u.items[i];
+    const json_val *nm = o->type == JSON_STRING ? o : NULL;
+    if (o->type == JSON_OBJECT && o->len == 1) nm = json_new_string(a, o->u.members[0].key, o->u.members[0].klen);
+    use_order = nm && nm->type == JSON_STRING && json_obj_get(f, nm->u.s, nm->len);
+    for (size_t j = 0; use_order && j < i; j++)
+      use_order = !(d->field_lens[j] == nm->len && !memcmp(d->fields[j], nm->u.s, nm->len));
+    if (use_order) {
+      d->fields[i] = nm->u.s;
+      d->field_lens[i] = nm->len;
+    }
+  }
   for (size_t i = 0; i < f->len; i++) {
-    const json_val *dir = f->u.members[i].val;
-    if (!f->u.members[i].klen || dir->type != JSON_STRING) return 0;
-    d->fields[i] = f->u.members[i].key;
-    d->field_lens[i] = f->u.members[i].klen;
+    if (!use_order) {
+      d->fields[i] = f->u.members[i].key;
+      d->field_lens[i] = f->u.members[i].klen;
+    }
+    const json_val *dir = json_obj_get(f, d->fields[i], d->field_lens[i]);
+    if (!d->field_lens[i] || !dir || dir->type != JSON_STRING) return 0;
     d->desc[i] = dir->len == 4 && !memcmp(dir->u.s, "desc", 4);
     if (!d->desc[i] && !(dir->len == 3 && !memcmp(dir->u.s, "asc", 3))) return 0;
   }

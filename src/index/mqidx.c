@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "index/mango.h"
+#include "index/mango_int.h"
 
 /* ---- error reasons -------------------------------------------------------------- */
 
@@ -445,6 +446,7 @@ int mq_index_parse(dv_arena *a, const json_val *body, mq_index_req *out, const c
   /* mango_idx_view:validate_new */
   if (idx->type != JSON_OBJECT) return fail(a, why, DV_EMQ_INDEX, "JSON indexes must be an object, not: ", idx, NULL);
   const json_val *fields = json_obj_getz(idx, "fields"), *pfs = json_obj_getz(idx, "partial_filter_selector");
+  json_val *norm = NULL; /* pfs, normalised */
   if (!fields) {
     *why = "Missing required key: fields";
     return DV_EMQ_MISSING_KEY;
@@ -456,15 +458,13 @@ int mq_index_parse(dv_arena *a, const json_val *body, mq_index_req *out, const c
       return fail(a, why, DV_EMANGO_SELECTOR_JSON, "Selector must be a JSON object, not: ", pfs, NULL);
     mango_sel *sel;
     if ((rc = mango_parse(a, pfs, &sel, why))) return rc;
+    if (!(norm = mango_to_json(a, sel))) return DV_ENOMEM; /* stored normalised, as CouchDB does */
   }
   if ((rc = no_other_keys(a, idx, inner, 2, why))) return rc;
 
   /* views.NAME: {"map": {"fields", "partial_filter_selector"}, "reduce", "options": {"def"}} */
-  /* TODO(mango_to_json): store the normalised partial_filter_selector, as
-   * CouchDB does, once index/mango_int.h's mango_to_json lands; it is
-   * stored as given until then. */
   json_val *map = json_new_object(a), *view = json_new_object(a), *opts = json_new_object(a);
-  json_val *p = pfs ? json_dup(a, pfs) : json_new_object(a);
+  json_val *p = norm ? norm : json_new_object(a);
   if (!map || !view || !opts || !p || json_obj_setz(a, map, "fields", fo) ||
       json_obj_setz(a, map, "partial_filter_selector", p) || json_obj_setz(a, view, "map", map) ||
       json_obj_setz(a, view, "reduce", json_new_stringz(a, "_count")) ||

@@ -56,7 +56,7 @@ TEST(mqidx_parse_names) {
   ASSERT_EQ(strlen(q.name), 40);
   ASSERT_EQ(q.partitioned, 0);
   ASSERT_STR_EQ(text_of(json_obj_getz(q.view, "map")),
-                "{\"fields\":{\"a\":\"desc\",\"b.c\":\"desc\"},\"partial_filter_selector\":{\"t\":\"x\"}}");
+                "{\"fields\":{\"a\":\"desc\",\"b.c\":\"desc\"},\"partial_filter_selector\":{\"t\":{\"$eq\":\"x\"}}}");
   ASSERT_OK(mq_index_parse(&a, J(&a, "{'index':{'fields':[]},'ddoc':'_design/x','name':'n'}"), &q, &why));
   ASSERT_STR_EQ(q.ddoc, "_design/x");
   arena_free(&a);
