@@ -26,4 +26,10 @@
   X(mqidx_parse_names, 10) \
   X(mqidx_parse_errors, 10) \
   X(mqidx_add, 10) \
-  X(mqidx_list_json, 10)
+  X(mqidx_list_json, 10) \
+  X(mquery_options, 60) \
+  X(mquery_select, 60) \
+  X(mquery_ranges, 60) \
+  X(mquery_paging, 60) \
+  X(mquery_fields_covering, 60) \
+  X(mquery_random, 300)
