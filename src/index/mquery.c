@@ -1181,7 +1181,7 @@ static int candidates(dv_arena *a, const mq_req *q, plan *p, json_val **out) {
   size_t n = 0;
   for (size_t i = 0; i < p->n; i++)
     if (&p->ix[i] != p->chosen) list[n++] = &p->ix[i];
-  qsort(list, n, sizeof *list, cand_cmp);
+  if (n) qsort(list, n, sizeof *list, cand_cmp);
   json_val *arr = json_new_array(a);
   if (!arr) return DV_ENOMEM;
   for (size_t i = 0; i < n; i++) {

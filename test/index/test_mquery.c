@@ -719,7 +719,7 @@ TEST(mquery_random) {
       nw++;
     }
     bf_desc = sort == 3;
-    qsort(want, nw, sizeof *want, bf_cmp);
+    if (nw) qsort(want, nw, sizeof *want, bf_cmp);
     dv_buf w = DV_BUF_INIT;
     int emitted = 0;
     int empty = r.ran == 0;
