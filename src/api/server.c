@@ -275,11 +275,11 @@ void hapi_active_tasks(hreq *r) {
   buf_init(&b);
   json_val *arr = NULL;
   int rc = api_repl_tasks(r, &b);
+  /* the DOM points into b's text: b lives until the answer is written */
   if (!rc && hreq_parse_json(r, (const char *)b.p, b.len, &arr)) {
     buf_free(&b);
     return; /* answered */
   }
-  buf_free(&b);
   mi_task t[16];
   size_t n = rc ? 0 : mindex_tasks(t, sizeof t / sizeof *t);
   dv_arena *a = &r->a;
@@ -304,6 +304,7 @@ void hapi_active_tasks(hreq *r) {
   }
   if (rc) hres_err(r, rc);
   else hres_json(r, 200, arr);
+  buf_free(&b);
 }
 
 void hapi_membership(hreq *r) {

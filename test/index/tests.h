@@ -32,4 +32,5 @@
   X(mquery_ranges, 60) \
   X(mquery_paging, 60) \
   X(mquery_fields_covering, 60) \
-  X(mquery_random, 300)
+  X(mquery_random, 300) \
+  X(mquery_random_fdb, 300)
