@@ -13,7 +13,12 @@
  *                                version 0xffff, so every changes row of
  *                                the creating commit is before it); where
  *                                the build is; progress
- *   (I,Sig,"k",EK:bytes,DocID)   the JSON text of the key array: a row
+ *   (I,Sig,"k",EK:bytes,DocID)   (KeyJSON, Rev): a row — the JSON text of the
+ *                                key array, and the winner's rev it was
+ *                                written for (rows are rewritten whenever
+ *                                the winner changes, so a query reads the
+ *                                document's body by it, without reading
+ *                                its revisions first)
  *   (I,Sig,"b",DocID)            EK: the back-index row of a document
  *   (I,Sig,"n")                  8-byte LE counter: documents left out
  *                                (key or value past the limits; atomic ADD)
@@ -660,6 +665,16 @@ static int skipped_add(store_tx *t, const uint8_t *sig) {
   return rc;
 }
 
+/* A row's value: (KeyJSON, Rev) from mi_doc_key's JSON and the doc's _rev. */
+static int row_value(const json_val *doc, const dv_buf *json, dv_buf *out) {
+  const json_val *rev = json_obj_getz(doc, "_rev");
+  tup_w w;
+  tup_w_init(&w, out);
+  tup_str(&w, json->len ? (const char *)json->p : "", json->len);
+  if (rev && rev->type == JSON_STRING) tup_str(&w, rev->u.s, rev->len);
+  return buf_error(out) ? DV_ENOMEM : 0;
+}
+
 /* Put document id into index d (doc NULL: take it out). check_old: read
  * the back-index row for a row to replace. */
 static int index_doc(store_tx *t, const mi_def *d, const char *id, size_t n, const json_val *doc, int check_old) {
@@ -691,9 +706,13 @@ static int index_doc(store_tx *t, const mi_def *d, const char *id, size_t n, con
     }
   }
   if (!rc && has) {
+    dv_buf rv;
+    buf_init(&rv);
     buf_reset(&rk);
     rc = row_key(t, &rk, d->sig, ek.p, ek.len, id, n);
-    if (!rc) rc = kv_set(txn, rk.p, rk.len, val.p, val.len);
+    if (!rc) rc = row_value(doc, &val, &rv);
+    if (!rc) rc = kv_set(txn, rk.p, rk.len, rv.p, rv.len);
+    buf_free(&rv);
     if (!rc) rc = kv_set(txn, bk.p, bk.len, ek.p, ek.len);
   }
   buf_free(&ek);
@@ -1188,12 +1207,21 @@ static int scan_fn(store_tx *t, void *arg) {
     row->id = id;
     row->id_len = idi.s_len;
     json_opts jo = {.flags = JSON_COPY};
-    if (json_parse(&s->a, pairs[i].val, pairs[i].val_len, &jo, &row->key, NULL)) {
+    tup_r vr;
+    tup_item kj, rv;
+    tup_r_init(&vr, pairs[i].val, pairs[i].val_len);
+    int have_rev = 0;
+    if (tup_get(&vr, TUP_STR, &kj) || json_parse(&s->a, kj.s, kj.s_len, &jo, &row->key, NULL)) {
       rc = DV_ECORRUPT;
       break;
     }
+    if (!tup_r_done(&vr) && tup_get(&vr, TUP_STR, &rv) == 0) have_rev = 1;
     row->doc = NULL;
-    if (!o->covering) {
+    if (!o->covering && have_rev && !o->doc_flags && rv.s_len == rv.s_enc_len) {
+      store_rev lr;
+      rc = store_rev_parse((const char *)rv.s, rv.s_len, &s->a, &lr);
+      if (!rc) rc = store_tx_leaf_doc(t, id, idi.s_len, &lr, &s->a, &row->doc);
+    } else if (!o->covering) {
       rc = store_tx_doc(t, id, idi.s_len, o->doc_flags, &s->a, &row->doc);
       if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) rc = DV_ECORRUPT; /* a row without its document */
     }
@@ -1354,7 +1382,11 @@ static int ck_doc_cb(void *arg, const store_doc_row *row) {
     tup_w_init(&w, &k);
     tup_bytes(&w, ek.p, ek.len);
     tup_str(&w, row->id, row->id_len);
-    rc = buf_error(&k) ? DV_ENOMEM : ck_push(c->a, &c->rows, k.p, k.len, val.p, val.len);
+    dv_buf rv;
+    buf_init(&rv);
+    rc = buf_error(&k) ? DV_ENOMEM : row_value(row->doc, &val, &rv);
+    if (!rc) rc = ck_push(c->a, &c->rows, k.p, k.len, rv.p, rv.len);
+    buf_free(&rv);
     buf_reset(&k);
     tup_w_init(&w, &k);
     tup_str(&w, row->id, row->id_len);

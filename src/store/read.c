@@ -198,6 +198,18 @@ int st_leaf_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, co
   return read_body(txn, x, id, id_len, br, a, 0, out, &atts);
 }
 
+int st_live_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const store_rev *rev,
+                     dv_arena *a, json_val **out) {
+  /* the leaf's RevisionMetadata KV starts its body range: stubs, if any,
+   * are read from it whatever the branch value would say */
+  st_branch br = {.rev = *rev, .n_att_ids = 1};
+  json_val *body, *atts;
+  int rc = read_body(txn, x, id, id_len, &br, a, 0, &body, &atts);
+  if (rc) return rc;
+  *out = build_doc(a, id, id_len, &br, body, atts, 0, NULL, 0, NULL);
+  return *out ? 0 : DV_ENOMEM;
+}
+
 int st_winner_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, int flags, dv_arena *a,
                   json_val **out) {
   st_branch *w1;

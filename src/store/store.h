@@ -565,6 +565,11 @@ void store_tx_ikey(store_tx *t, dv_buf *b, tup_w *w);
 /* The winner as store_doc_get shows it (flags), read in t: DV_ENOT_FOUND,
  * DV_EDELETED. */
 int store_tx_doc(store_tx *t, const char *id, size_t id_len, int flags, dv_arena *a, json_val **out) DV_MUST_CHECK;
+/* A live leaf the caller knows is the winner in t (an index row written
+ * with it), as store_tx_doc shows it without flags, in one range read of
+ * its body instead of a read of the revisions first. */
+int store_tx_leaf_doc(store_tx *t, const char *id, size_t id_len, const store_rev *rev, dv_arena *a,
+                      json_val **out) DV_MUST_CHECK;
 /* The user body of a winner index_update was handed (no _id/_rev/stubs). */
 int store_tx_body(store_tx *t, const char *id, size_t id_len, const store_winner *w, dv_arena *a,
                   json_val **out) DV_MUST_CHECK;

@@ -356,6 +356,10 @@ int st_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, con
 /* The user body of a leaf (no attachment stubs), in the arena. */
 int st_leaf_body(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const st_branch *br, dv_arena *a,
                  json_val **out) DV_MUST_CHECK;
+/* A live leaf by its rev as store_doc_get shows it (no extras): one range
+ * read of its body, no revisions read. */
+int st_live_leaf_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, const store_rev *rev,
+                     dv_arena *a, json_val **out) DV_MUST_CHECK;
 /* The winner as store_doc_get shows it: DV_ENOT_FOUND, DV_EDELETED. */
 int st_winner_doc(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, int flags, dv_arena *a,
                   json_val **out) DV_MUST_CHECK;

@@ -48,6 +48,11 @@ int store_tx_doc(store_tx *t, const char *id, size_t id_len, int flags, dv_arena
   return st_winner_doc(t->txn, t->x, id, id_len, flags, a, out);
 }
 
+int store_tx_leaf_doc(store_tx *t, const char *id, size_t id_len, const store_rev *rev, dv_arena *a,
+                      json_val **out) {
+  return st_live_leaf_doc(t->txn, t->x, id, id_len, rev, a, out);
+}
+
 int store_tx_body(store_tx *t, const char *id, size_t id_len, const store_winner *w, dv_arena *a, json_val **out) {
   st_branch br = {.rev = *w->rev, .deleted = w->deleted};
   return st_leaf_body(t->txn, t->x, id, id_len, &br, a, out);
