@@ -34,6 +34,7 @@
 //   node bench/http/mangobench.js
 //   DIVAN_BIN=build/cc/divan MANGO_DOCS=20000 MANGO_REQS=500 node bench/http/mangobench.js
 //   MANGO_SERVERS=divan     only one of the two servers (divan,pouchdb)
+//   MANGO_CONC=16           requests in flight per workload (default 8)
 'use strict';
 const os = require('os');
 const { log, fmt, makeTmp, describe, runBench, died, client, hold, sampler, table } = require('./lib');
@@ -41,7 +42,7 @@ const { log, fmt, makeTmp, describe, runBench, died, client, hold, sampler, tabl
 const NDOCS = Number(process.env.MANGO_DOCS || 100000);
 const NREQS = Number(process.env.MANGO_REQS || 2000);
 const NPUTS = Number(process.env.MANGO_PUTS || 2000);
-const CONC = 8;
+const CONC = +(process.env.MANGO_CONC || 8); // requests in flight per workload
 const SECONDS = Number(process.env.MANGO_SECONDS || 20); // at most this long per query workload
 const NKEYS = Math.max(1, Math.floor(NDOCS / 25)); // 25 docs per k
 const WHICH = (process.env.MANGO_SERVERS || 'divan,pouchdb').split(',');
