@@ -1184,6 +1184,39 @@ static int step(const json_val **v, const mseg *seg) {
   return GF_FOUND;
 }
 
+int mango__split_path(dv_arena *a, const char *f, size_t n, mseg **out, size_t *nseg) {
+  size_t cap = 1;
+  for (size_t i = 0; i < n; i++) cap += f[i] == '.';
+  mseg *seg = arena_alloc(a, cap * sizeof *seg);
+  char *buf = arena_alloc(a, n + 1);
+  if (!seg || !buf) return DV_ENOMEM;
+  size_t k = 0, m = 0, st = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && f[i] == '\\' && i + 1 < n && f[i + 1] == '.') {
+      buf[m++] = '.';
+      i++;
+      continue;
+    }
+    if (i < n && f[i] != '.') {
+      buf[m++] = f[i];
+      continue;
+    }
+    seg[k].s = buf + st;
+    seg[k].n = m - st;
+    k++;
+    st = m;
+  }
+  *out = seg;
+  *nseg = k;
+  return 0;
+}
+
+const json_val *mango__get_path(const json_val *v, const mseg *seg, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    if (!seg[i].n || step(&v, &seg[i]) != GF_FOUND) return NULL;
+  return v;
+}
+
 /* mango_doc:get_field along a path; drop leaves out the path's last step
  * (it is continued by a merged key below). */
 static int get_field(const json_val **v, const mpath *p, int drop) {

@@ -104,6 +104,15 @@ json_val *mango__node_json(dv_arena *a, const mnode *n);
  * NULL), NUL-terminated in a; NULL when out of memory. */
 const char *mango__path_name(dv_arena *a, const mpath *p, size_t *len);
 
+/* A field path split into steps at unescaped dots, "\." unescaped
+ * (mango_util:parse_field), into the arena. */
+int mango__split_path(dv_arena *a, const char *f, size_t n, mseg **out, size_t *nseg) DV_MUST_CHECK;
+
+/* The value at a split path (mango_doc:get_field, the rule the matcher
+ * uses: object keys, array positions as Erlang's list_to_integer reads
+ * them), or NULL when it is missing, the path is bad or a step is empty. */
+const json_val *mango__get_path(const json_val *v, const mseg *seg, size_t n);
+
 /* Erlang's ~w of the value jiffy decodes from v (for error reasons). */
 void mango__erl_w(dv_buf *b, const json_val *v);
 

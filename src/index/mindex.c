@@ -65,6 +65,7 @@
 #include <time.h>
 
 #include "index/collate.h"
+#include "index/mango_int.h"
 #include "util/alloc.h"
 #include "util/md5.h"
 
@@ -101,37 +102,26 @@ static int is_design(const char *id, size_t n) { return n > 8 && !memcmp(id, "_d
 /* ---- definitions ----------------------------------------------------------------- */
 
 const json_val *mi_field(const json_val *doc, const char *f, size_t n) {
-  const json_val *v = doc;
-  size_t i = 0;
-  char stepb[256];
-  while (v) {
-    /* one step: up to an unescaped dot, backslashes before dots dropped */
-    dv_buf st;
-    buf_init(&st);
-    size_t j = i;
-    for (; j < n && f[j] != '.'; j++) {
-      if (f[j] == '\\' && j + 1 < n && f[j + 1] == '.') j++;
-      buf_putc(&st, (uint8_t)f[j]);
-    }
-    if (buf_error(&st)) return NULL;
-    size_t sl = st.len;
-    const char *s = st.len ? (const char *)st.p : "";
-    const json_val *nx = NULL;
-    if (v->type == JSON_OBJECT) {
-      nx = json_obj_get(v, s, sl);
-    } else if (v->type == JSON_ARRAY && sl && sl < 20) {
-      memcpy(stepb, s, sl);
-      stepb[sl] = 0;
-      char *e;
-      long long k = strtoll(stepb, &e, 10);
-      if (*e == 0 && stepb[0] >= '0' && stepb[0] <= '9' && k >= 0 && (size_t)k < v->len) nx = v->u.items[k];
-    }
-    buf_free(&st);
-    v = nx;
-    if (j >= n) break;
-    i = j + 1;
-  }
+  dv_arena a;
+  arena_init(&a, 0);
+  mseg *seg;
+  size_t ns;
+  const json_val *v = mango__split_path(&a, f, n, &seg, &ns) ? NULL : mango__get_path(doc, seg, ns);
+  arena_free(&a);
   return v;
+}
+
+/* Split each field's path once, for mi_doc_key. */
+static int split_fields(dv_arena *a, mi_def *d) {
+  d->segs = arena_alloc(a, (d->n_fields + 1) * sizeof *d->segs);
+  d->nsegs = arena_alloc(a, (d->n_fields + 1) * sizeof *d->nsegs);
+  if (!d->segs || !d->nsegs) return DV_ENOMEM;
+  for (size_t i = 0; i < d->n_fields; i++) {
+    mseg *sg;
+    if (mango__split_path(a, d->fields[i], d->field_lens[i], &sg, &d->nsegs[i])) return DV_ENOMEM;
+    d->segs[i] = sg;
+  }
+  return 0;
 }
 
 static void sig_of(const mi_def *d, uint8_t out[MI_SIG_LEN]) {
@@ -202,7 +192,7 @@ static int view_def(dv_arena *a, const char *ddoc, const json_member *m, mi_def 
     d->partial = p;
   }
   sig_of(d, d->sig);
-  return 1;
+  return split_fields(a, d) ? DV_ENOMEM : 1;
 }
 
 static int name_cmp(const void *x, const void *y) {
@@ -279,7 +269,7 @@ static int def_parse(dv_arena *a, const char *ddoc, const char *name, const uint
     d->partial = p;
   }
   memcpy(d->sig, sig, MI_SIG_LEN);
-  return 0;
+  return split_fields(a, d);
 }
 
 int mi_doc_key(const mi_def *d, const json_val *doc, dv_buf *key, dv_buf *val) {
@@ -287,7 +277,7 @@ int mi_doc_key(const mi_def *d, const json_val *doc, dv_buf *key, dv_buf *val) {
   if (id && id->type == JSON_STRING && is_design(id->u.s, id->len)) return 0;
   const json_val *vals[MI_MAX_FIELDS];
   for (size_t i = 0; i < d->n_fields; i++)
-    if (!(vals[i] = mi_field(doc, d->fields[i], d->field_lens[i]))) return 0;
+    if (!(vals[i] = mango__get_path(doc, d->segs[i], d->nsegs[i]))) return 0;
   if (d->psel && !mango_match(d->psel, doc)) return 0;
   json_val arr = {.type = JSON_ARRAY, .len = d->n_fields, .cap = d->n_fields, .u.items = (json_val **)vals};
   int rc = collate_key(key, &arr);

@@ -47,6 +47,8 @@ typedef struct mi_def {
   const char **fields;         /* field names as written (dotted paths, "\." escapes a dot) */
   size_t *field_lens;
   uint8_t *desc;               /* per field: 1 for "desc" */
+  struct mseg **segs;          /* per field: its path split into steps (mango_int.h) */
+  size_t *nsegs;
   const json_val *partial;     /* partial_filter_selector, NULL when none */
   mango_sel *psel;             /* it, parsed (NULL: none) */
   uint8_t sig[MI_SIG_LEN];     /* the storage it shares */
@@ -68,7 +70,8 @@ int mi_from_ddoc(dv_arena *a, const json_val *ddoc, mi_def **out, size_t *n) DV_
 int mi_doc_key(const mi_def *d, const json_val *doc, dv_buf *key, dv_buf *val) DV_MUST_CHECK;
 
 /* The value at a dotted field path of doc ("a.b", "\." a literal dot), or
- * NULL when it is missing. */
+ * NULL when it is missing: the rule the selector matcher uses (mango.c).
+ * Splits the path on each call; definitions keep theirs split (segs). */
 const json_val *mi_field(const json_val *doc, const char *field, size_t len);
 
 /* Every json index of the database, live or building, in CouchDB's order

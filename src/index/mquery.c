@@ -752,62 +752,8 @@ invalid_index:
 
 /* ---- documents: projection and derivation (mango_fields, mango_doc) --------------------- */
 
-/* A field path split at unescaped dots, "\." unescaped. */
-static int split_path(dv_arena *a, const char *f, size_t n, mq_str **out, size_t *nseg) {
-  size_t cap = 1;
-  for (size_t i = 0; i < n; i++) cap += f[i] == '.';
-  mq_str *seg = arena_alloc(a, cap * sizeof *seg);
-  char *buf = arena_alloc(a, n + 1);
-  if (!seg || !buf) return DV_ENOMEM;
-  size_t k = 0, m = 0, st = 0;
-  for (size_t i = 0; i <= n; i++) {
-    if (i < n && f[i] == '\\' && i + 1 < n && f[i + 1] == '.') {
-      buf[m++] = '.';
-      i++;
-      continue;
-    }
-    if (i < n && f[i] != '.') {
-      buf[m++] = f[i];
-      continue;
-    }
-    seg[k].s = buf + st;
-    seg[k].n = m - st;
-    k++;
-    st = m;
-  }
-  *out = seg;
-  *nseg = k;
-  return 0;
-}
-
-static long long seg_index(const mq_str *s, size_t len) {
-  size_t i = 0;
-  int neg = 0;
-  unsigned long long v = 0;
-  if (i < s->n && (s->s[i] == '+' || s->s[i] == '-')) neg = s->s[i] == '-', i++;
-  if (i == s->n) return -1;
-  for (; i < s->n; i++) {
-    if (s->s[i] < '0' || s->s[i] > '9') return -1;
-    if (v <= len) v = v * 10 + (unsigned)(s->s[i] - '0');
-  }
-  if (neg && v) return -1;
-  return v < len ? (long long)v : -1;
-}
-
-static const json_val *get_path(const json_val *v, const mq_str *seg, size_t n) {
-  for (size_t i = 0; v && i < n; i++) {
-    if (!seg[i].n) return NULL;
-    if (v->type == JSON_OBJECT) v = json_obj_get(v, seg[i].s, seg[i].n);
-    else if (v->type == JSON_ARRAY) {
-      long long k = seg_index(&seg[i], v->len);
-      v = k < 0 ? NULL : v->u.items[k];
-    } else return NULL;
-  }
-  return v;
-}
-
 /* mango_doc:set_field into an object, creating objects on the way. */
-static int set_path(dv_arena *a, json_val *o, const mq_str *seg, size_t n, json_val *val) {
+static int set_path(dv_arena *a, json_val *o, const mseg *seg, size_t n, json_val *val) {
   for (size_t i = 0; i + 1 < n; i++) {
     json_val *nx = json_obj_get(o, seg[i].s, seg[i].n);
     if (!nx || nx->type != JSON_OBJECT) {
@@ -827,11 +773,11 @@ static int project(dv_arena *a, const mq_req *q, const json_val *doc, json_val *
   json_val *o = json_new_object(a);
   if (!o) return DV_ENOMEM;
   for (size_t i = 0; i < q->n_fields; i++) {
-    mq_str *seg;
+    mseg *seg;
     size_t ns;
-    int rc = split_path(a, q->fields[i].s, q->fields[i].n, &seg, &ns);
+    int rc = mango__split_path(a, q->fields[i].s, q->fields[i].n, &seg, &ns);
     if (rc) return rc;
-    const json_val *v = get_path(doc, seg, ns);
+    const json_val *v = mango__get_path(doc, seg, ns);
     if (v && (rc = set_path(a, o, seg, ns, (json_val *)v))) return rc;
   }
   *out = o;
@@ -844,9 +790,9 @@ static int derive(dv_arena *a, const ix *x, const char *id, size_t idn, const js
   if (!o || json_obj_set(a, o, "_id", 3, json_new_string(a, id, idn))) return DV_ENOMEM;
   for (size_t k = x->nc; key && key->type == JSON_ARRAY && k-- > 0;) {
     if (k >= key->len) continue;
-    mq_str *seg;
+    mseg *seg;
     size_t ns;
-    int rc = split_path(a, x->col[k].s, x->col[k].n, &seg, &ns);
+    int rc = mango__split_path(a, x->col[k].s, x->col[k].n, &seg, &ns);
     if (!rc) rc = set_path(a, o, seg, ns, key->u.items[k]);
     if (rc) return rc;
   }
