@@ -48,6 +48,8 @@
 #include <pthread.h>
 #include <regex.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "index/collate.h"
@@ -82,28 +84,82 @@ static int num_is_int(const json_val *v) {
   return 1;
 }
 
-/* Erlang's ~w of the value jiffy decodes from v. Floats are written in
- * Erlang's style where it differs visibly from JSON's ("1.0e22", not
- * "1e+22"). */
+/* A float as Erlang's io_lib writes it (io_lib_format:fwrite_g's
+ * insert_decimal): the shortest digits, in plain notation unless the
+ * exponent form is shorter ("100.0", "0.001", but "1.0e10", "1.5e-7"). */
+static void float_w(dv_buf *b, const char *s, size_t n) {
+  size_t i = 0;
+  if (n && s[0] == '-') buf_putc(b, '-'), i = 1;
+  char dg[40];
+  long nd = 0, intd = -1, e = 0;
+  for (; i < n; i++) {
+    char c = s[i];
+    if (c >= '0' && c <= '9') {
+      if (nd < (long)sizeof dg) dg[nd++] = c;
+    } else if (c == '.') {
+      intd = nd;
+    } else if (c == 'e' || c == 'E') {
+      char tmp[16];
+      size_t k = n - i - 1 < sizeof tmp - 1 ? n - i - 1 : sizeof tmp - 1;
+      memcpy(tmp, s + i + 1, k);
+      tmp[k] = 0;
+      e = strtol(tmp, NULL, 10);
+      break;
+    }
+  }
+  if (intd < 0) intd = nd;
+  long lead = 0;
+  while (lead < nd && dg[lead] == '0') lead++;
+  if (lead == nd) {
+    buf_puts(b, "0.0");
+    return;
+  }
+  long place = intd + e - lead, L = nd - lead;
+  const char *S = dg + lead;
+  while (L > 1 && S[L - 1] == '0') L--;
+  if (place == 0) {
+    buf_puts(b, "0.");
+    buf_append(b, S, (size_t)L);
+  } else if (place < 0 || place >= L) {
+    char expl[24];
+    int el = snprintf(expl, sizeof expl, "%ld", place - 1);
+    long cost = el + 1 + (L == 1 ? 2 : 1);
+    if (place < 0 && 2 - place <= cost) {
+      buf_puts(b, "0.");
+      for (long k = 0; k < -place; k++) buf_putc(b, '0');
+      buf_append(b, S, (size_t)L);
+    } else if (place > 0 && place - L + 2 <= cost) {
+      buf_append(b, S, (size_t)L);
+      for (long k = 0; k < place - L; k++) buf_putc(b, '0');
+      buf_puts(b, ".0");
+    } else {
+      buf_putc(b, (uint8_t)S[0]);
+      buf_putc(b, '.');
+      if (L == 1) buf_putc(b, '0');
+      else buf_append(b, S + 1, (size_t)L - 1);
+      buf_putc(b, 'e');
+      buf_append(b, expl, (size_t)el);
+    }
+  } else {
+    buf_append(b, S, (size_t)place);
+    buf_putc(b, '.');
+    buf_append(b, S + place, (size_t)(L - place));
+  }
+}
+
+/* Erlang's ~w of the value jiffy decodes from v. Floats as float_w
+ * writes them ("1.0e22", not "1e+22"; "1.0e10", not "10000000000.0"). */
 static void erl_w(dv_buf *b, const json_val *v) {
   switch (v->type) {
   case JSON_NULL: buf_puts(b, "null"); break;
   case JSON_BOOL: buf_puts(b, v->b ? "true" : "false"); break;
   case JSON_NUMBER: {
-    const char *s = v->u.s, *e = memchr(s, 'e', v->len);
+    const char *s = v->u.s;
     if (num_is_int(v)) {
       if (v->len == 2 && s[0] == '-' && s[1] == '0') buf_putc(b, '0');
       else buf_append(b, s, v->len);
-    } else if (!e) {
-      buf_append(b, s, v->len);
     } else {
-      size_t mlen = (size_t)(e - s), elen = v->len - mlen - 1;
-      const char *x = e + 1;
-      buf_append(b, s, mlen);
-      if (!memchr(s, '.', mlen)) buf_puts(b, ".0");
-      buf_putc(b, 'e');
-      if (elen && *x == '+') x++, elen--;
-      buf_append(b, x, elen);
+      float_w(b, s, v->len);
     }
     break;
   }

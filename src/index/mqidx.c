@@ -16,7 +16,8 @@
  * name and design document id CouchDB 3.4 would give it.
  *
  * Error reasons quote values the way Erlang's io_lib ~w prints the decoded
- * JSON (term_w): <<97,98,99>>, [1,2], {[{<<97>>,1}]}.
+ * JSON (mango__erl_w, the printer the selector errors use): <<97,98,99>>,
+ * [1,2], {[{<<97>>,1}]}, 1.0e10.
  */
 #include "index/mquery.h"
 
@@ -30,127 +31,13 @@
 
 /* ---- error reasons -------------------------------------------------------------- */
 
-/* Erlang's ~w of a binary: its bytes, <<120,121>> (~w never prints a
- * binary as a string; ~p would), as mango.c's selector errors do. */
-static void bin_w(dv_buf *b, const char *s, size_t n) {
-  const uint8_t *p = (const uint8_t *)s;
-  buf_puts(b, "<<");
-  for (size_t i = 0; i < n; i++) buf_printf(b, i ? ",%u" : "%u", p[i]);
-  buf_puts(b, ">>");
-}
-
-/* A float as Erlang's io_lib writes it (io_lib_format:fwrite_g's
- * insert_decimal): the shortest digits, in plain notation unless the
- * exponent form is shorter ("100.0", "0.001", but "1.0e10", "1.5e-7"). */
-static void float_w(dv_buf *b, const char *s, size_t n) {
-  size_t i = 0;
-  if (n && s[0] == '-') buf_putc(b, '-'), i = 1;
-  char dg[40];
-  long nd = 0, intd = -1, e = 0;
-  for (; i < n; i++) {
-    char c = s[i];
-    if (c >= '0' && c <= '9') {
-      if (nd < (long)sizeof dg) dg[nd++] = c;
-    } else if (c == '.') {
-      intd = nd;
-    } else if (c == 'e' || c == 'E') {
-      char tmp[16];
-      size_t k = n - i - 1 < sizeof tmp - 1 ? n - i - 1 : sizeof tmp - 1;
-      memcpy(tmp, s + i + 1, k);
-      tmp[k] = 0;
-      e = strtol(tmp, NULL, 10);
-      break;
-    }
-  }
-  if (intd < 0) intd = nd;
-  long lead = 0;
-  while (lead < nd && dg[lead] == '0') lead++;
-  if (lead == nd) {
-    buf_puts(b, "0.0");
-    return;
-  }
-  long place = intd + e - lead, L = nd - lead;
-  const char *S = dg + lead;
-  while (L > 1 && S[L - 1] == '0') L--;
-  if (place == 0) {
-    buf_puts(b, "0.");
-    buf_append(b, S, (size_t)L);
-  } else if (place < 0 || place >= L) {
-    char expl[24];
-    int el = snprintf(expl, sizeof expl, "%ld", place - 1);
-    long cost = el + 1 + (L == 1 ? 2 : 1);
-    if (place < 0 && 2 - place <= cost) {
-      buf_puts(b, "0.");
-      for (long k = 0; k < -place; k++) buf_putc(b, '0');
-      buf_append(b, S, (size_t)L);
-    } else if (place > 0 && place - L + 2 <= cost) {
-      buf_append(b, S, (size_t)L);
-      for (long k = 0; k < place - L; k++) buf_putc(b, '0');
-      buf_puts(b, ".0");
-    } else {
-      buf_putc(b, (uint8_t)S[0]);
-      buf_putc(b, '.');
-      if (L == 1) buf_putc(b, '0');
-      else buf_append(b, S + 1, (size_t)L - 1);
-      buf_putc(b, 'e');
-      buf_append(b, expl, (size_t)el);
-    }
-  } else {
-    buf_append(b, S, (size_t)place);
-    buf_putc(b, '.');
-    buf_append(b, S + place, (size_t)(L - place));
-  }
-}
-
-/* A number as Erlang writes it: integers as they are, floats float_w. */
-static void num_w(dv_buf *b, const json_val *v) {
-  if (v->num == JSON_NUM_DOUBLE) float_w(b, v->u.s, v->len);
-  else buf_append(b, v->u.s, v->len);
-}
-
-/* io_lib's ~w of a decoded JSON value. */
-static void term_w(dv_buf *b, const json_val *v) {
-  switch (v->type) {
-  case JSON_NULL:
-    buf_puts(b, "null");
-    break;
-  case JSON_BOOL:
-    buf_puts(b, v->b ? "true" : "false");
-    break;
-  case JSON_NUMBER:
-    num_w(b, v);
-    break;
-  case JSON_STRING:
-    bin_w(b, v->u.s, v->len);
-    break;
-  case JSON_ARRAY:
-    buf_putc(b, '[');
-    for (size_t i = 0; i < v->len; i++) {
-      if (i) buf_putc(b, ',');
-      term_w(b, v->u.items[i]);
-    }
-    buf_putc(b, ']');
-    break;
-  default:
-    buf_puts(b, "{[");
-    for (size_t i = 0; i < v->len; i++) {
-      buf_puts(b, i ? ",{" : "{");
-      bin_w(b, v->u.members[i].key, v->u.members[i].klen);
-      buf_putc(b, ',');
-      term_w(b, v->u.members[i].val);
-      buf_putc(b, '}');
-    }
-    buf_puts(b, "]}");
-  }
-}
-
 /* rc with *why = pre + ~w of v (NULL: none) + post, in the arena (NULL when
  * out of memory: the code's own reason then). */
 static int fail(dv_arena *a, const char **why, int rc, const char *pre, const json_val *v, const char *post) {
   dv_buf b;
   buf_init(&b);
   buf_puts(&b, pre);
-  if (v) term_w(&b, v);
+  if (v) mango__erl_w(&b, v);
   if (post) buf_puts(&b, post);
   *why = buf_error(&b) ? NULL : arena_strndup(a, (const char *)b.p, b.len);
   buf_free(&b);
