@@ -16,17 +16,19 @@ OPT      ?= -O2
 comma    := ,
 TAG      := $(notdir $(CC))$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 BUILD    := build/$(TAG)
-PKGS     := rocksdb libmicrohttpd libcrypto zlib libcurl icu-i18n icu-uc
+PKGS     := rocksdb libmicrohttpd libcrypto zlib libcurl icu-i18n icu-uc mozjs-102
 
 # Recursive (=) on purpose: pkg-config runs at recipe time, after deps.sh.
 CFLAGS_ALL = -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
              -fno-omit-frame-pointer -Isrc -Itest -MMD -MP \
              $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) -lstdc++ -lpthread -lm -ldl $(LDLIBS)
-# The one C++ file (src/kv/rocks_reclaim.cc: RocksDB calls missing
-# from its C API) is compiled with the C compiler's C++ sibling.
+# The C++ files (src/kv/rocks_reclaim.cc: RocksDB calls missing from its
+# C API; src/index/js_sm.cc: SpiderMonkey's C++ embedding API) are
+# compiled with the C compiler's C++ sibling.
 CXX_FOR  := $(if $(findstring clang,$(CC)),clang++,g++)
-CXXFLAGS_ALL = -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP \
+CXXFLAGS_ALL = -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-omit-frame-pointer -MMD -MP -Isrc \
+               $(shell pkg-config --cflags mozjs-102) \
                $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) $(CXXFLAGS)
 LDFLAGS_ALL = $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
@@ -82,6 +84,9 @@ $(BUILD)/fdbsim/%.o: %.cc | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CXX_FOR) $(CXXFLAGS_ALL) -fPIC -fvisibility=hidden -c $< -o $@
 
+# The prelude is linked into js_sm.o with .incbin, out of -MMD's sight.
+$(BUILD)/src/index/js_sm.o: src/index/js_prelude.js
+
 $(FDBSIM): $(FDBSIM_OBJ)
 	$(CC) -shared $(LDFLAGS_ALL) -Wl,-Bsymbolic -o $@ $^ -lrocksdb -lstdc++ -lpthread
 
@@ -104,7 +109,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libdivan.a
 # sources compiled in (no separate archive, so coverage reaches them).
 # index/ files that run queries or keep indexes need the store: fuzzers
 # link the parsers only (mqparse.c, mqidx.c), never these
-FUZZ_NOLINK = src/index/mindex.c src/index/mquery.c
+FUZZ_NOLINK = src/index/mindex.c src/index/mquery.c src/index/qs.c
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)

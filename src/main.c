@@ -21,6 +21,7 @@
 #include "auth/crypto.h"
 #include "http/http.h"
 #include "index/mindex.h"
+#include "index/qs.h"
 #include "kv/kv.h"
 #include "repl/repl.h"
 #include "store/store.h"
@@ -372,6 +373,14 @@ static int cmd_serve(int argc, char **argv) {
     kv_close(kv);
     return 1;
   }
+  rc = qs_start(cfg); /* the query servers: the JavaScript engine and [query_servers] */
+  if (rc) {
+    fprintf(stderr, "divan: cannot start the query servers: %s\n", dv_strerror(rc));
+    store_close(st);
+    config_free(cfg);
+    kv_close(kv);
+    return 1;
+  }
   rc = mindex_start(st); /* the Mango index builder: resumes unfinished builds */
   if (rc) {
     fprintf(stderr, "divan: cannot start the index builder: %s\n", dv_strerror(rc));
@@ -418,6 +427,7 @@ static int cmd_serve(int argc, char **argv) {
   as.repl = NULL;
   http_stop(h);
   mindex_stop(); /* before the store: the builder writes through it */
+  qs_stop();
   store_close(st);
   config_free(cfg);
   kv_close(kv);

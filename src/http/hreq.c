@@ -157,12 +157,14 @@ void hres_err(hreq *r, int rc) { hres_errw(r, rc, NULL); }
 
 /* The one place an error body is written: the status and the error name
  * are rc's row in util/err.h, so no caller can pair them by hand. */
-void hres_errw(hreq *r, int rc, const char *why) {
+void hres_errw(hreq *r, int rc, const char *why) { hres_errn(r, rc, NULL, why); }
+
+void hres_errn(hreq *r, int rc, const char *error, const char *why) {
   json_w w;
   hres_jw(r, dv_err_http(rc), &w);
   json_w_obj_begin(&w);
   json_w_keyz(&w, "error");
-  json_w_strz(&w, dv_err_couch(rc));
+  json_w_strz(&w, error ? error : dv_err_couch(rc));
   json_w_keyz(&w, "reason");
   json_w_strz(&w, why ? why : dv_strerror(rc));
   json_w_obj_end(&w);

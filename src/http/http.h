@@ -179,6 +179,10 @@ void hres_err(hreq *r, int rc);
 /* The error for a DV_E* code with a reason of its own (NULL: the
  * table's): the status and error name still come from the table. */
 void hres_errw(hreq *r, int rc, const char *why);
+/* The error a design-document function threw (index/qs.h: a name of its
+ * own, e.g. throw(["error","my_error","…"])): rc's status with that name
+ * (NULL: rc's own), as chttpd answers {Error, Reason} it has no clause for. */
+void hres_errn(hreq *r, int rc, const char *error, const char *why);
 /* printf-style reason. */
 void hres_errwf(hreq *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* There is no call taking a status and an error name: a (status, error)

@@ -8,6 +8,15 @@
   X(mango_deep, 30) \
   X(mango_fuzz_smoke, 120) \
   X(mango_req_fuzz_smoke, 120) \
+  X(qs_validate, 30) \
+  X(qs_modern_syntax, 30) \
+  X(qs_environment, 30) \
+  X(qs_no_host_access, 30) \
+  X(qs_timeout, 60) \
+  X(qs_memory_cap, 60) \
+  X(qs_views_protocol, 30) \
+  X(qs_external, 60) \
+  X(qs_fuzz_smoke, 120) \
   X(collate_docs_spec, 10) \
   X(collate_docs_ranges, 10) \
   X(collate_docs_ascii, 10) \
