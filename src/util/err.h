@@ -149,13 +149,13 @@
   X(REPL_UNREACHABLE, -4304, 500, "db_not_found", "Could not reach the database.", 0) \
   X(REPL_FILTER_FETCH, -4305, 500, "filter_fetch_error", "Couldn't fetch the filter.", 0) \
   X(REPL_CHECKPOINT, -4306, 500, "checkpoint_commit_failure", "Could not write the checkpoint.", 0) \
-  /* query servers and design-document functions (index/qs.h, index/jsddoc.h) */ \
+  /* query servers and design-document functions (index/qs.h, index/jsddoc.h);
+   * a design document refused on write is MQ_DESIGN_DOC's invalid_design_doc */ \
   X(QS,            -4401, 500, "unknown_error", "The query server failed.", 0) \
   X(QS_COMPILE,    -4402, 500, "compilation_error", "The function could not be compiled.", 0) \
   X(QS_PROCESS,    -4403, 500, "os_process_error", "OS process timed out.", 0) \
   X(QS_RENDER,     -4404, 500, "render_error", "The function did not render a response.", 0) \
-  X(QS_LANG,       -4405, 500, "unknown_query_language", "No query server for this language.", 0) \
-  X(QS_DDOC,       -4406, 400, "invalid_design_doc", "Invalid design document.", 0)
+  X(QS_LANG,       -4405, 500, "unknown_query_language", "No query server for this language.", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),
