@@ -291,7 +291,13 @@
       throw renderFailure(e, fun, doc, req, true);
     }
     var resp = r === undefined || r === null || r === false || r === "" && !chunks.length ? {} : asResponse(r);
-    if (chunks.length) resp.body = chunks.join("") + (resp.body || "");
+    if (chunks.length) {
+      // send() output goes before the body, and what start() was given
+      // becomes headers (render.js's runShow)
+      resp.headers = resp.headers || {};
+      for (var h in startResp) resp.headers[h] = startResp[h];
+      resp.body = chunks.join("") + (resp.body || "");
+    }
     resp = withMime(resp);
     resetRender();
     return ["resp", resp];

@@ -290,12 +290,22 @@ static int add_ini_lang(void *arg, const char *section, const char *key, const c
   return 0;
 }
 
+/* At exit: JS_ShutDown, when no context is left (a process that exits
+ * without qs_stop skips it rather than tear down contexts in use). */
+static void shutdown_engine(void) {
+  pthread_mutex_lock(&Q.mu);
+  int idle = !Q.st.alive;
+  pthread_mutex_unlock(&Q.mu);
+  if (idle) js_shutdown();
+}
+
 int qs_start(dv_config *cfg) {
   qs_stop();
   if (!js_inited) {
     int rc = js_init();
     if (rc) return rc;
     js_inited = 1;
+    atexit(shutdown_engine); /* SpiderMonkey's own statics crash at exit unless it was shut down */
   }
   pthread_mutex_lock(&Q.mu);
   long long t = cfg ? config_get_int(cfg, "couchdb", "os_process_timeout", 5000) : 5000;
