@@ -50,7 +50,23 @@ int hreq__add_param(hreq *r, const char *key, const char *val) {
 /* ---- request --------------------------------------------------------------- */
 
 const char *hreq_hdr(hreq *r, const char *name) {
-  return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+  for (int i = r->nin_hdr - 1; i >= 0; i--)
+    if (!strcasecmp(r->in_hdr[i].name, name)) return r->in_hdr[i].val;
+  return r->conn ? MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name) : NULL;
+}
+
+int hreq_set_hdr(hreq *r, const char *name, const char *val) {
+  if ((r->nin_hdr & 7) == 0) {
+    hhdr *nh = arena_realloc(&r->a, r->in_hdr, sizeof(hhdr) * (size_t)r->nin_hdr,
+                             sizeof(hhdr) * (size_t)(r->nin_hdr + 8), 8);
+    if (!nh) return DV_ENOMEM;
+    r->in_hdr = nh;
+  }
+  const char *n = arena_strndup(&r->a, name, strlen(name));
+  const char *v = arena_strndup(&r->a, val, strlen(val));
+  if (!n || !v) return DV_ENOMEM;
+  r->in_hdr[r->nin_hdr++] = (hhdr){n, v};
+  return 0;
 }
 
 int hreq_need_json(hreq *r) {

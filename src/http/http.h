@@ -112,6 +112,11 @@ struct hreq {
   int method;                     /* HM_* */
   const char *method_str;         /* as sent */
   const char *path;               /* raw path, still percent-encoded */
+  const char *orig_path;          /* the path as the client sent it (path changes when
+                                     the application reroutes r: hreq_reroute) */
+  int reroutes;                   /* how many times hreq_reroute ran for r */
+  hhdr *in_hdr;                   /* request headers set by hreq_set_hdr, over the client's */
+  int nin_hdr;
   int nseg;                       /* path segments ("/" alone: 0) */
   const char *seg[HREQ_MAX_SEG];  /* each percent-decoded, NUL-terminated */
   size_t seg_len[HREQ_MAX_SEG];   /* their lengths (a segment may hold NUL) */
@@ -133,8 +138,25 @@ struct hreq {
   hfeed *feed;                    /* a streamed body (hres_feed) */
 };
 
-/* A request header (case-insensitive name), or NULL. */
+/* A request header (case-insensitive name), or NULL: one set by
+ * hreq_set_hdr, else the client's. */
 const char *hreq_hdr(hreq *r, const char *name);
+/* Set a request header for what runs next on r (a rewritten request,
+ * hreq_reroute): it hides the client's of that name. Both strings are
+ * copied into r->a. 0, or DV_ENOMEM. */
+int hreq_set_hdr(hreq *r, const char *name, const char *val) DV_MUST_CHECK;
+
+/* Run r again as if the client had sent `method target` (target: a raw
+ * path, still percent-encoded, with "?query" or not), from inside its
+ * handler: the application's state for r is released (app->done) and
+ * zeroed, the response so far dropped, then the application routes,
+ * identifies and authorizes it and the handler runs, exactly as for a
+ * request from the wire. The body stays r->body (a HTTP_STREAM_BODY
+ * route's sink gets it at once). r->reroutes counts the calls, so the
+ * application can bound a loop of them; orig_path keeps the client's.
+ * The answer (or its error: a bad path is 400) is on r when it returns;
+ * the calling handler must not touch r->app afterwards. */
+void hreq_reroute(hreq *r, const char *method, const char *target);
 
 /* Content-Type must be application/json (parameters such as charset are
  * allowed), else 415 bad_content_type written and nonzero returned. */

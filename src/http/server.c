@@ -850,6 +850,67 @@ static void run_route(hreq *r) {
   rt->handler(r);
 }
 
+/* The query string of a rerouted request, "k=v&k2", into r->params as MHD
+ * would hand them (raw; a key without '=' has no value). */
+static int add_query(hreq *r, const char *q) {
+  while (*q) {
+    size_t n = strcspn(q, "&");
+    if (n) {
+      char *kv = arena_strndup(&r->a, q, n);
+      if (!kv) return DV_ENOMEM;
+      char *eq = strchr(kv, '=');
+      if (eq) *eq++ = 0;
+      if (hreq__add_param(r, kv, eq)) return DV_ENOMEM;
+    }
+    q += n;
+    if (*q) q++;
+  }
+  return 0;
+}
+
+void hreq_reroute(hreq *r, const char *method, const char *target) {
+  struct hctx *x = (struct hctx *)r;
+  hsrv *s = r->srv;
+  if (s->app.done) s->app.done(r);
+  memset(r->app, 0, s->app.req_size ? s->app.req_size : 1);
+  r->status = 0;
+  r->ctype = NULL;
+  buf_reset(&r->out);
+  r->nhdr = 0;
+  r->json = NULL;
+  r->route = NULL;
+  r->params = NULL;
+  r->nparams = 0;
+  r->reroutes++;
+  size_t pn = strcspn(target, "?");
+  r->method = method_of(method);
+  r->method_str = arena_strndup(&r->a, method, strlen(method));
+  r->path = arena_strndup(&r->a, target, pn);
+  if (!r->method_str || !r->path) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  if (hreq__split_path(r)) return;
+  if (target[pn] && add_query(r, target + pn + 1)) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  if (r->status) return; /* a bad escape in the query */
+  r->route = s->app.route(r);
+  if (!r->route) return;
+  run_route(r);
+  if (!streams(r) || r->status || x->deferred) return;
+  if (!x->sink) {
+    hres_err(r, DV_ENO_RESPONSE);
+    return;
+  }
+  if (r->body_len && x->sink->write(x->sink_arg, r, (const uint8_t *)r->body, r->body_len)) {
+    x->sink_err = 1;
+    return;
+  }
+  x->sink->finish(x->sink_arg, r);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **ctx) {
   hsrv *s = cls;
@@ -866,6 +927,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->method = method_of(method);
     r->method_str = arena_strndup(&r->a, method, strlen(method));
     r->path = arena_strndup(&r->a, url, strlen(url));
+    r->orig_path = r->path;
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
     r->app = arena_calloc(&r->a, s->app.req_size ? s->app.req_size : 1);
