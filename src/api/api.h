@@ -140,6 +140,16 @@ void api_written(hreq *r, int status, const char *id, size_t n, const char *rev,
  * CouchDB's "sequential" algorithm (areq.c). */
 void api_uuid(char out[33]);
 
+/* CouchDB's request object (chttpd_external:json_req_obj) of r as JSON text,
+ * appended to out, for a design-document function: info (GET /{db}, when
+ * r->app->db is open), a fresh uuid, id (docid, NULL: null), method,
+ * requested_path and path, raw_path, query, headers, body ("undefined" for
+ * a GET without one), peer, form, cookie, userCtx and secObj. index/jsreq.h
+ * builds it (jsreq_http.c gathers the inputs). 0, or the error written on r
+ * (400 for a key/startkey/endkey/descending parameter that is not JSON,
+ * 500 on a store error) and its code returned. */
+int api_js_req(hreq *r, const char *docid, dv_buf *out);
+
 /* ---- who asks, and may they (authn.c, over auth/) ------------------------ */
 
 /* The engine's identify and authorize callbacks. */

@@ -69,6 +69,63 @@ int hreq_set_hdr(hreq *r, const char *name, const char *val) {
   return 0;
 }
 
+struct each_hdr {
+  int (*cb)(void *arg, const char *name, const char *val);
+  void *arg;
+  int rc;
+};
+
+static enum MHD_Result each_hdr_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  struct each_hdr *e = cls;
+  (void)kind;
+  e->rc = e->cb(e->arg, key, value ? value : "");
+  return e->rc ? MHD_NO : MHD_YES;
+}
+
+int hreq_each_hdr(hreq *r, int (*cb)(void *arg, const char *name, const char *val), void *arg) {
+  struct each_hdr e = {cb, arg, 0};
+  if (r->conn) MHD_get_connection_values(r->conn, MHD_HEADER_KIND, each_hdr_cb, &e);
+  return e.rc;
+}
+
+void hreq_peer(hreq *r, dv_buf *b) {
+  const union MHD_ConnectionInfo *ci =
+      r->conn ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
+  char host[INET6_ADDRSTRLEN];
+  const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+  int proxied = 0;
+  if (sa && sa->sa_family == AF_INET) {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+    uint32_t ip = ntohl(a->sin_addr.s_addr);
+    proxied = ip == 0x7f000001u || (ip >> 24) == 10;
+    if (!inet_ntop(AF_INET, &a->sin_addr, host, sizeof host)) sa = NULL;
+  } else if (sa && sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+    if (!inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host)) sa = NULL;
+  } else {
+    sa = NULL;
+  }
+  const char *xff = proxied ? hreq_hdr(r, "X-Forwarded-For") : NULL;
+  if (xff) { /* string:strip(lists:last(string:tokens(Hosts, ","))) */
+    const char *end = xff + strlen(xff), *last = NULL, *last_end = NULL;
+    for (const char *p = xff; p < end;) {
+      while (p < end && *p == ',') p++;
+      if (p >= end) break;
+      const char *q = p;
+      while (q < end && *q != ',') q++;
+      last = p, last_end = q;
+      p = q;
+    }
+    if (last) {
+      while (last < last_end && *last == ' ') last++;
+      while (last_end > last && last_end[-1] == ' ') last_end--;
+      buf_append(b, last, (size_t)(last_end - last));
+      return;
+    }
+  }
+  buf_puts(b, sa ? host : "127.0.0.1");
+}
+
 int hreq_need_json(hreq *r) {
   const char *ct = hreq_hdr(r, "Content-Type");
   size_t n = strlen("application/json");

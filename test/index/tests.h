@@ -17,6 +17,9 @@
   X(qs_views_protocol, 30) \
   X(qs_external, 60) \
   X(qs_fuzz_smoke, 120) \
+  X(jsreq_changes_get, 10) \
+  X(jsreq_form_post, 10) \
+  X(jsreq_fuzz_smoke, 120) \
   X(collate_docs_spec, 10) \
   X(collate_docs_ranges, 10) \
   X(collate_docs_ascii, 10) \
