@@ -107,6 +107,7 @@
   X(RANGE_UNSATISFIABLE, -4111, 416, "requested_range_not_satisfiable", "Requested range not satisfiable", 0) \
   X(BULK_DOCS_COUNT, -4112, 413, "max_bulk_docs_count_exceeded", "Too many documents in one _bulk_docs request.", 0) \
   X(BULK_GET_COUNT, -4113, 413, "max_bulk_get_count_exceeded", "Too many documents in one _bulk_get request.", 0) \
+  X(NOT_ACCEPTABLE, -4114, 406, "not_acceptable", "No content type the request accepts.", 0) \
   /* Mango selectors (index/mango.h): CouchDB's mango_error names */         \
   X(MANGO_OPERATOR, -4201, 400, "invalid_operator", "Invalid operator.", 0)    \
   X(MANGO_NOT_SUPPORTED, -4202, 400, "not_supported", "Unsupported operator.", 0) \
