@@ -73,18 +73,26 @@ struct each_hdr {
   int (*cb)(void *arg, const char *name, const char *val);
   void *arg;
   int rc;
+  hreq *r; /* its hreq_set_hdr headers hide the client's */
 };
 
 static enum MHD_Result each_hdr_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
   struct each_hdr *e = cls;
   (void)kind;
+  for (int i = 0; i < e->r->nin_hdr; i++) /* one hreq_set_hdr set hides */
+    if (!strcasecmp(e->r->in_hdr[i].name, key)) return MHD_YES;
   e->rc = e->cb(e->arg, key, value ? value : "");
   return e->rc ? MHD_NO : MHD_YES;
 }
 
 int hreq_each_hdr(hreq *r, int (*cb)(void *arg, const char *name, const char *val), void *arg) {
-  struct each_hdr e = {cb, arg, 0};
+  struct each_hdr e = {cb, arg, 0, r};
   if (r->conn) MHD_get_connection_values(r->conn, MHD_HEADER_KIND, each_hdr_cb, &e);
+  for (int i = 0; !e.rc && i < r->nin_hdr; i++) { /* hreq_set_hdr's, the last of a name */
+    int later = 0;
+    for (int k = i + 1; k < r->nin_hdr; k++) later |= !strcasecmp(r->in_hdr[k].name, r->in_hdr[i].name);
+    if (!later) e.rc = cb(arg, r->in_hdr[i].name, r->in_hdr[i].val);
+  }
   return e.rc;
 }
 

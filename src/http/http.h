@@ -157,8 +157,9 @@ int hreq_set_hdr(hreq *r, const char *name, const char *val) DV_MUST_CHECK;
  * The answer (or its error: a bad path is 400) is on r when it returns;
  * the calling handler must not touch r->app afterwards. */
 void hreq_reroute(hreq *r, const char *method, const char *target);
-/* Each request header in arrival order, names as sent: cb returns 0 to go
- * on; a nonzero return stops the walk and is returned. */
+/* Each request header in arrival order, names as sent (those hreq_set_hdr
+ * set come last, in place of the client's of their name): cb returns 0 to
+ * go on; a nonzero return stops the walk and is returned. */
 int hreq_each_hdr(hreq *r, int (*cb)(void *arg, const char *name, const char *val), void *arg);
 /* The client's address as mochiweb's get(peer) gives it: the socket's IP;
  * from 127.0.0.1 or 10.x the last X-Forwarded-For entry when there is one.
