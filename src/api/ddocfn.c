@@ -784,14 +784,18 @@ static int rw_rules(hreq *r, const json_val *arr, rw_rule **out, size_t *out_n) 
 
 /* bind_path: from against the request's segments [i, nseg). 1 on a match
  * (bindings pushed, newest first as CouchDB prepends them; *rest the index
- * of the segments "*" took), 0 if not, -1 out of memory. */
+ * of the segments "*" took), 0 if not, -1 out of memory. A final "*"
+ * binds the first segment it takes, as CouchDB's own rewrite tests expect
+ * (the rule from "welcome4" then "*" with query {"name": "*"} gives name=user for welcome4/user). */
 static int rw_bind_path(hreq *r, const rw_rule *ru, int i, rw_binds *pb, int *rest) {
   rw_binds tmp = {0};
   int k = 0;
   for (; k < ru->nfrom; k++) {
     const rw_seg *s = &ru->from[k];
-    if (s->all && k == ru->nfrom - 1) {
+    if (s->all && k == ru->nfrom - 1) { /* "*" takes the rest, and binds its first segment */
       *rest = i;
+      json_val *v = i < r->nseg ? json_new_string(&r->a, r->seg[i], r->seg_len[i]) : NULL;
+      if (i < r->nseg && (!v || binds_push(&r->a, &tmp, "*", 1, v))) return -1;
       goto ok;
     }
     if (i >= r->nseg) return 0;

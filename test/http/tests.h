@@ -31,6 +31,7 @@
   X(http_diskfull, 240)        \
   X(http_auth, 120)            \
   X(http_mango, 150)           \
+  X(http_render, 150)          \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
@@ -51,4 +52,5 @@
   X(fdb_http_changes, 180)     \
   X(fdb_http_purge, 120)       \
   X(fdb_http_conformance, 120) \
-  X(fdb_http_auth, 120)
+  X(fdb_http_auth, 120)        \
+  X(fdb_http_render, 150)
