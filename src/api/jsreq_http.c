@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "http/url.h"
 #include "index/jsreq.h"
 
 void hapi__db_info(json_w *w, store_db *db, const store_db_info *in, int64_t purge_seq); /* api/server.c */
@@ -87,6 +88,15 @@ int api_js_req(hreq *r, const char *docid, dv_buf *out) {
   q.req_path = r->seg;
   q.req_path_len = r->seg_len;
   q.n_req_path = r->nseg;
+  if (r->reroutes) { /* a rewritten request: requested_path is the client's, path the rewritten one */
+    const char **seg = arena_alloc(&r->a, HREQ_MAX_SEG * sizeof *seg);
+    size_t *len = arena_alloc(&r->a, HREQ_MAX_SEG * sizeof *len);
+    int n;
+    if (seg && len && !url_split_path(&r->a, r->orig_path, seg, len, HREQ_MAX_SEG, &n)) {
+      q.req_path = seg, q.req_path_len = len, q.n_req_path = n;
+      q.path = r->seg, q.path_len = r->seg_len, q.n_path = r->nseg;
+    }
+  }
 
   /* raw_path: the path as sent; the query string comes to us decoded, so
    * it is encoded again. */

@@ -313,6 +313,7 @@ test('rewrite rules: :vars into the path and the query, * and its rest', async (
   eq(r.status, 200, r.text);
   const p = JSON.parse(r.text);
   eq(p.path, ['rdb', '_design', 'app', '_show', 'path', 'one']);
+  eq(p.requested, ['rdb', '_design', 'app', '_rewrite', 'path', 'one', 'two', 'three']);
   eq(p.query, { fixed: 'yes', x: '1', a: 'one' });
   r = await req('GET', rw + '/db/plankton');
   eq(r.status, 200, r.text);
