@@ -35,6 +35,7 @@
 
 #include "auth/auth.h"
 #include "http/http.h"
+#include "index/qs.h"
 #include "json/json.h"
 #include "store/store.h"
 #include "util/config.h"
@@ -187,6 +188,10 @@ struct api_write {
 void api_update(hreq *r, api_write *w, store_edit *edits, size_t n, int new_edits, void (*then)(hreq *r));
 /* Who writes, for store_update (store/hooks.h). u must live as long as w. */
 void api_wctx(hreq *r, store_wctx *w, store_user *u);
+
+/* The answer to a failed design-document function (index/qs.h): rc and e
+ * from qs_ddoc_call, as chttpd:error_info maps them. */
+void api_qs_fail(hreq *r, int rc, const qs_err *e);
 
 /* route.c: a /_name that is no endpoint (404 "Database does not exist.",
  * or 400 for a server endpoint given more segments); what later issues

@@ -102,3 +102,24 @@ void api_uuid(char out[33]) {
   pthread_mutex_unlock(&uuid_mu);
   out[32] = 0;
 }
+
+/* chttpd:error_info for what a query server answered: the names CouchDB
+ * gives a status of their own, else 500 with the name as thrown; a dead
+ * or missing process with its own reason. */
+void api_qs_fail(hreq *r, int rc, const qs_err *e) {
+  if (rc != DV_EQS) {
+    hres_errw(r, rc, e && e->reason && *e->reason ? e->reason : NULL);
+    return;
+  }
+  static const struct {
+    const char *name;
+    int rc;
+  } known[] = {
+      {"not_found", DV_ENOT_FOUND},           {"forbidden", DV_EFORBIDDEN},         {"unauthorized", DV_EUNAUTHORIZED},
+      {"not_acceptable", DV_ENOT_ACCEPTABLE}, {"bad_request", DV_EBAD_REQUEST},
+  };
+  int code = DV_EQS;
+  for (size_t i = 0; e->error && i < sizeof known / sizeof *known; i++)
+    if (!strcmp(e->error, known[i].name)) code = known[i].rc;
+  hres_errn(r, code, e->error, e->reason);
+}

@@ -97,27 +97,6 @@ static int fn_need(hreq *r, const ddoc_ctx *c, const char *section, const char *
   return 0;
 }
 
-/* How an error a function threw is answered (chttpd:error_info): the
- * names CouchDB gives a status of their own, else 500 with the name as
- * thrown. */
-static void qs_fail(hreq *r, int rc, const qs_err *e) {
-  if (rc != DV_EQS) {
-    hres_err(r, rc);
-    return;
-  }
-  static const struct {
-    const char *name;
-    int rc;
-  } known[] = {
-      {"not_found", DV_ENOT_FOUND},       {"forbidden", DV_EFORBIDDEN},         {"unauthorized", DV_EUNAUTHORIZED},
-      {"not_acceptable", DV_ENOT_ACCEPTABLE}, {"bad_request", DV_EBAD_REQUEST},
-  };
-  int code = DV_EQS;
-  for (size_t i = 0; e->error && i < sizeof known / sizeof *known; i++)
-    if (!strcmp(e->error, known[i].name)) code = known[i].rc;
-  hres_errn(r, code, e->error, e->reason);
-}
-
 /* Run ["ddoc", id, [section(, name)], args]: 0 with *out, or -1 answered. */
 static int fn_call(hreq *r, const ddoc_ctx *c, const char *section, const char *name, const dv_buf *args,
                    json_val **out) {
@@ -140,7 +119,7 @@ static int fn_call(hreq *r, const ddoc_ctx *c, const char *section, const char *
   rc = qs_ddoc_call(&c->dd, (const char *)path.p, path.len, (const char *)args->p, args->len, &r->a, out, &e);
   buf_free(&path);
   if (rc) {
-    qs_fail(r, rc, &e);
+    api_qs_fail(r, rc, &e);
     return -1;
   }
   return 0;

@@ -42,6 +42,7 @@ TEST(http_idlefeeds) { suite("test/node/http/idlefeeds.test.js"); }
 TEST(http_diskfull) { suite("test/node/http/diskfull.test.js"); }
 TEST(http_mango) { suite("test/node/http/mango.test.js"); }
 TEST(http_render) { suite("test/node/http/render.test.js"); }
+TEST(http_jslimits) { suite("test/node/http/jslimits.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
 TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }

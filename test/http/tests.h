@@ -32,6 +32,7 @@
   X(http_auth, 120)            \
   X(http_mango, 150)           \
   X(http_render, 150)          \
+  X(http_jslimits, 120)        \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \

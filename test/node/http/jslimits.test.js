@@ -1,0 +1,125 @@
+// jslimits.test.js — hostile design-document functions against a real
+// `divan serve` with a short [couchdb] os_process_timeout and a small
+// [query_server_config] js_memory_limit: a show that loops forever and one
+// that allocates without bound are each stopped with CouchDB's
+// os_process_error while concurrent requests (plain reads and other
+// functions) keep answering, and the server lives on; a design document
+// whose language has no query server answers unknown_query_language; an
+// external query server from [query_servers] runs a validator.
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { test, run, req, eq, ok } = require('../lib/t');
+const { startDivan } = require('../lib/divan');
+
+let srv, U, D;
+const fn = (f) => f.toString();
+
+// A query server written here: CouchDB's line protocol over stdio.
+const qsFile = path.join(os.tmpdir(), `dv_jslimits_qs_${process.pid}.js`);
+fs.writeFileSync(qsFile, `
+const rl = require('readline').createInterface({ input: process.stdin });
+const ddocs = {};
+const out = (x) => process.stdout.write(JSON.stringify(x) + '\\n');
+rl.on('line', (line) => {
+  const c = JSON.parse(line);
+  if (c[0] === 'ddoc' && c[1] === 'new') { ddocs[c[2]] = c[3]; return out(true); }
+  if (c[0] === 'ddoc' && c[2][0] === 'validate_doc_update') {
+    // this server's "language": a JSON list of forbidden words
+    const words = JSON.parse(ddocs[c[1]].validate_doc_update);
+    const bad = words.find((w) => JSON.stringify(c[3][0]).includes(w));
+    return out(bad ? { forbidden: 'word ' + bad } : 1);
+  }
+  out(['error', 'unknown_command', String(c[0])]);
+});
+`);
+
+test('start', async () => {
+  srv = await startDivan({
+    config: `[couchdb]\nos_process_timeout = 1500\n[query_server_config]\njs_memory_limit = 33554432\n` +
+            `[divan]\njs_contexts = 3\n[query_servers]\nwords = node ${qsFile}\n`,
+  });
+  U = srv.url;
+  D = U + '/jsl';
+  eq((await req('PUT', D)).status, 201);
+  const r = await req('PUT', D + '/_design/h', {
+    shows: {
+      spin: fn(function () { for (;;) {} }),
+      hog: fn(function () { var a = []; for (;;) a.push({ x: [1, 2, 3], s: 'x' + a.length }); }),
+      fine: fn(function (doc) { return 'fine ' + (doc ? doc._id : ''); }),
+    },
+  });
+  eq(r.status, 201, r.text);
+  eq((await req('PUT', D + '/d1', { a: 1 })).status, 201);
+});
+
+async function hostileWithNeighbours(name) {
+  const t0 = Date.now();
+  const hostile = req('GET', D + '/_design/h/_show/' + name);
+  // while it runs: plain reads and another function answer at once
+  const times = [];
+  for (let i = 0; i < 10; i++) {
+    const s = Date.now();
+    const [a, b] = await Promise.all([req('GET', D + '/d1'), req('GET', D + '/_design/h/_show/fine/d1')]);
+    eq(a.status, 200);
+    eq(b.status, 200, b.text);
+    eq(b.text, 'fine d1');
+    times.push(Date.now() - s);
+  }
+  const r = await hostile;
+  return { r, took: Date.now() - t0, worst: Math.max(...times) };
+}
+
+test('a show that loops forever is stopped at os_process_timeout; neighbours are not held up', async () => {
+  const { r, took, worst } = await hostileWithNeighbours('spin');
+  eq(r.status, 500, r.text);
+  eq(r.json.error, 'os_process_error');
+  eq(r.json.reason, 'OS process timed out.');
+  ok(took >= 1400 && took < 6000, `took ${took} ms`);
+  ok(worst < 1000, `a neighbour waited ${worst} ms`);
+});
+
+test('a show that allocates without bound is stopped at js_memory_limit; neighbours are not held up', async () => {
+  const { r, worst } = await hostileWithNeighbours('hog');
+  eq(r.status, 500, r.text);
+  eq(r.json.error, 'os_process_error');
+  ok(/out of memory/.test(r.json.reason), r.json.reason);
+  ok(worst < 1000, `a neighbour waited ${worst} ms`);
+});
+
+test('several hostile calls at once, then everything works again', async () => {
+  const rs = await Promise.all([1, 2, 3, 4].map((i) => req('GET', D + '/_design/h/_show/' + (i % 2 ? 'spin' : 'hog'))));
+  for (const r of rs) eq(r.status, 500, r.text);
+  const r = await req('GET', D + '/_design/h/_show/fine/d1');
+  eq(r.status, 200);
+  eq(r.text, 'fine d1');
+  eq((await req('GET', U + '/_up')).status, 200);
+});
+
+test('a language without a query server answers unknown_query_language', async () => {
+  eq((await req('PUT', D + '/_design/cobol', { language: 'cobol', shows: { s: 'DISPLAY X' } })).status, 201);
+  const r = await req('GET', D + '/_design/cobol/_show/s');
+  eq(r.status, 500, r.text);
+  eq(r.json.error, 'unknown_query_language');
+});
+
+test('an external query server from [query_servers] runs a validator', async () => {
+  const dd = await req('PUT', D + '/_design/words', { language: 'words', validate_doc_update: JSON.stringify(['spam', 'eggs']) });
+  eq(dd.status, 201, dd.text);
+  let r = await req('PUT', D + '/w1', { text: 'ham' });
+  eq(r.status, 201, r.text);
+  r = await req('PUT', D + '/w2', { text: 'spam and ham' });
+  eq(r.status, 403, r.text);
+  eq(r.json.reason, 'word spam');
+  eq((await req('DELETE', D + '/_design/words?rev=' + dd.json.rev)).status, 200);
+  r = await req('PUT', D + '/w2', { text: 'spam and ham' });
+  eq(r.status, 201, r.text);
+});
+
+test('stop', async () => {
+  fs.unlinkSync(qsFile);
+  await srv.stop();
+});
+
+run();
