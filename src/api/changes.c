@@ -20,9 +20,12 @@
  * from the last sequence seen. The generic part (phases, waiting, framing)
  * is `lfeed`; the two feeds plug in their reads through `lf_kind`.
  *
- * Not here: JavaScript filters (`filter=ddoc/name` and `_view` answer 501
- * until the query server exists), the normal feed's ETag. Included documents
- * carry their attachments' content with attachments=true (api/docatt.c).
+ * Filters: _doc_ids, _selector and _design here; a design document's
+ * JavaScript filter (`filter=ddoc/name`) runs through the query servers
+ * (index/qs.h) in batches, see "JavaScript filters" below. Not here:
+ * `filter=_view` (501 until views exist), the normal feed's ETag. Included
+ * documents carry their attachments' content with attachments=true
+ * (api/docatt.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +34,12 @@
 
 #include "api/api.h"
 #include "index/mango.h"
+#include "index/qs.h"
 #include "util/alloc.h"
 
 enum { FEED_NORMAL, FEED_LONGPOLL, FEED_CONTINUOUS, FEED_EVENTSOURCE };
 enum { PH_START, PH_READ, PH_WAIT };
-enum { F_NONE, F_DOC_IDS, F_SELECTOR, F_DESIGN };
+enum { F_NONE, F_DOC_IDS, F_SELECTOR, F_DESIGN, F_JS };
 
 #define CH_SCRATCH_CHUNK 2048 /* a feed's arenas start small (an idle feed keeps them) */
 #define CH_BATCH 500             /* changes rows examined per step */
@@ -44,6 +48,8 @@ enum { F_NONE, F_DOC_IDS, F_SELECTOR, F_DESIGN };
 #define CH_PENDING_CAP 10000     /* rows counted exactly for "pending"; past it, an estimate */
 #define CH_DEFAULT_LIMIT 1000000000000000LL /* #changes_args.limit: seq_interval counts down from it */
 #define LF_STOP 1                /* a row callback's "enough": not an error */
+#define CH_JS_BATCH 100          /* documents per call of a JavaScript filter */
+#define CH_JS_REVS 20            /* _revisions ids a filter's document carries ([query_server_config] revs_limit) */
 
 /* ---- the generic live feed ----------------------------------------------- */
 
@@ -82,6 +88,8 @@ struct lfeed {
   int caught_up;       /* the last read found nothing more */
   int gone;            /* the database was deleted: pending is 0 */
   int nrows;           /* rows written into the results array (for the separator) */
+  dv_buf pre;          /* rows read before the response started (a JavaScript filter's
+                          first batch, so its error can still be the status) */
 };
 
 /* A watch fired (on a kv thread): only wake the feed; the step frees the
@@ -143,6 +151,8 @@ static int lf_step(void *arg, hfeed *f, dv_buf *out) {
   l->f = f;
   if (l->phase == PH_START) {
     if (l->feed == FEED_NORMAL || l->feed == FEED_LONGPOLL) buf_puts(out, "{\"results\":[\n");
+    if (l->pre.len) buf_append(out, l->pre.p, l->pre.len);
+    buf_free(&l->pre);
     l->phase = PH_READ;
     l->last_sent = hnow_ms();
     if (lf_live(l)) {
@@ -201,6 +211,7 @@ static void lf_done(void *arg) {
   kv_watch_free(l->w); /* cancels: our callback then wakes nobody */
   l->w = NULL;
   l->k->free(l);
+  buf_free(&l->pre);
   dv_free(l);
 }
 
@@ -285,7 +296,34 @@ typedef struct chfeed {
   int64_t examined;     /* rows seen by the current read */
   int64_t examined_all; /* rows seen by the whole feed */
   int from_zero;        /* the feed started at sequence 0 */
+  /* F_JS: a design document's filter function (read once, at the start) */
+  qs_ddoc dd;           /* the design document (strings in a) */
+  const char *js_path;  /* ["filters","name"] */
+  size_t js_path_len;
+  const char *js_req;   /* the request object, JSON (in a) */
+  size_t js_req_len;
+  struct js_row *js;    /* rows examined, waiting for the function (in scratch) */
+  size_t js_n, js_cap;  /* how many, room */
+  size_t js_docs;       /* documents in js_args */
+  dv_buf js_args;       /* "[[doc,doc,…" being built */
+  dv_arena js_a;        /* the answers of one call */
+  qs_err js_err;        /* a failed call: CouchDB's error (in a) */
+  int js_stop;          /* the limit was reached inside a batch */
 } chfeed;
+
+/* A row examined by a JavaScript-filtered feed, waiting for the verdict on
+ * its documents (the winner, or with style=all_docs every leaf). */
+typedef struct js_row {
+  store_seq seq;        /* the row's sequence */
+  char *id;             /* document id (scratch) */
+  size_t id_len;
+  int deleted;          /* winner is a tombstone */
+  store_rev *revs;      /* the revs handed to the function, winner first */
+  size_t n_revs;
+  size_t first;         /* index of its first document in the call */
+  const char *doc_json; /* include_docs: the winner as JSON text (scratch), or NULL */
+  size_t doc_len;       /* its length */
+} js_row;
 
 static int id_cmp(const void *a, const void *b) {
   const ch_id *x = a, *y = b;
@@ -367,23 +405,12 @@ static size_t ch_pass(chfeed *c, const store_change *ch, store_rev *revs, size_t
   return n;
 }
 
-/* store_changes callback: filter, then write one row. */
-static int ch_row(void *arg, const store_change *ch) {
-  chfeed *c = arg;
+/* Write one row: rows[0..n) are the revs that passed. doc is the included
+ * document (include_docs), or NULL; doc_json instead, when set, is its
+ * JSON text (a JavaScript-filtered feed keeps text, not a DOM). */
+static int ch_emit(chfeed *c, const store_seq *seq, const char *id, size_t id_len, int deleted,
+                   const store_rev *revs, size_t n, json_val *doc, const char *doc_json, size_t doc_len) {
   lfeed *l = &c->l;
-  store_rev one[1], *revs = one;
-  size_t cap = 1, n;
-  l->pos = ch->seq;
-  c->examined++;
-  c->examined_all++;
-  if (c->style_all && ch->n_leaves > 1) {
-    cap = ch->n_leaves;
-    revs = arena_alloc(&c->scratch, cap * sizeof *revs);
-    if (!revs) return DV_ENOMEM;
-  }
-  n = ch_pass(c, ch, revs, cap);
-  if (!n) return 0;
-
   int show_seq = !c->seq_interval || c->seq_left % c->seq_interval == 0;
   c->seq_left--;
   dv_buf *out = c->out;
@@ -394,13 +421,13 @@ static int ch_row(void *arg, const store_change *ch) {
   json_w_keyz(&w, "seq");
   if (show_seq) {
     char s[STORE_SEQ_STR];
-    store_seq_format(&ch->seq, s);
+    store_seq_format(seq, s);
     json_w_strz(&w, s);
   } else {
     json_w_null(&w);
   }
   json_w_keyz(&w, "id");
-  json_w_str(&w, ch->id, ch->id_len);
+  json_w_str(&w, id, id_len);
   json_w_keyz(&w, "changes");
   json_w_arr_begin(&w);
   for (size_t i = 0; i < n; i++) {
@@ -412,28 +439,221 @@ static int ch_row(void *arg, const store_change *ch) {
     json_w_obj_end(&w);
   }
   json_w_arr_end(&w);
-  if (ch->deleted) {
+  if (deleted) {
     json_w_keyz(&w, "deleted");
     json_w_bool(&w, 1);
   }
   if (c->include_docs) {
     json_w_keyz(&w, "doc");
-    const json_val *doc = ch->doc;
-    hatt_ro ro = {.data = c->atts};
-    if (doc && ro.data) {
-      int arc = hatt_doc(c->db, &c->scratch, ch->doc, &ro, NULL, NULL);
-      if (arc) return arc;
+    if (doc_json) {
+      json_w_raw(&w, doc_json, doc_len);
+    } else {
+      hatt_ro ro = {.data = c->atts};
+      if (doc && ro.data) {
+        int arc = hatt_doc(c->db, &c->scratch, doc, &ro, NULL, NULL);
+        if (arc) return arc;
+      }
+      const json_val *d = doc;
+      if (d && c->fields) d = project(&c->scratch, d, c->fields);
+      if (d) json_w_val(&w, d);
+      else json_w_null(&w);
     }
-    if (doc && c->fields) doc = project(&c->scratch, doc, c->fields);
-    if (doc) json_w_val(&w, doc);
-    else json_w_null(&w);
   }
   json_w_obj_end(&w);
   int rc = json_w_finish(&w);
   if (rc) return rc;
-  lf_row_end(l, out, show_seq ? &ch->seq : NULL);
+  lf_row_end(l, out, show_seq ? seq : NULL);
   l->sent++;
   return l->limit >= 0 && l->sent >= l->limit ? LF_STOP : 0;
+}
+
+static int ch_js_row(chfeed *c, const store_change *ch);
+
+/* store_changes callback: filter, then write one row. */
+static int ch_row(void *arg, const store_change *ch) {
+  chfeed *c = arg;
+  lfeed *l = &c->l;
+  store_rev one[1], *revs = one;
+  size_t cap = 1, n;
+  c->examined++;
+  c->examined_all++;
+  if (c->filter == F_JS) return ch_js_row(c, ch); /* its position moves when the verdict comes */
+  l->pos = ch->seq;
+  if (c->style_all && ch->n_leaves > 1) {
+    cap = ch->n_leaves;
+    revs = arena_alloc(&c->scratch, cap * sizeof *revs);
+    if (!revs) return DV_ENOMEM;
+  }
+  n = ch_pass(c, ch, revs, cap);
+  if (!n) return 0;
+  return ch_emit(c, &ch->seq, ch->id, ch->id_len, ch->deleted, revs, n, ch->doc, NULL, 0);
+}
+
+/* ---- JavaScript filters ------------------------------------------------------
+ *
+ * Rows are examined in batches: each row's documents (the winner, or every
+ * leaf with style=all_docs; deleted ones too, with _revisions and
+ * _conflicts, as CouchDB's filter_docs passes them) are appended to one
+ * call's argument list, and every CH_JS_BATCH documents the function runs
+ * once over them: ["ddoc", id, ["filters", name], [[doc…], req]] answers
+ * [true, [bool…]]. Then the rows are written in order, each with the revs
+ * that passed; the feed's position moves row by row, so a limit reached in
+ * the middle of a batch leaves the rows after it unexamined, as CouchDB.
+ * store_changes hands rows out after its transaction ended: no transaction
+ * is open while JavaScript runs. */
+
+/* doc without the members the filter's read added (_revisions always,
+ * _conflicts unless the client asked): a shallow copy in a. */
+static json_val *strip_meta(dv_arena *a, const json_val *doc, int keep_conflicts) {
+  json_val *o = arena_alloc(a, sizeof *o);
+  if (!o) return NULL;
+  *o = *doc;
+  o->hashed = 0;
+  o->u.members = arena_alloc(a, (doc->len ? doc->len : 1) * sizeof *o->u.members);
+  if (!o->u.members) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < doc->len; i++) {
+    const json_member *m = &doc->u.members[i];
+    if (m->klen == 10 && !memcmp(m->key, "_revisions", 10)) continue;
+    if (!keep_conflicts && m->klen == 10 && !memcmp(m->key, "_conflicts", 10)) continue;
+    o->u.members[k++] = *m;
+  }
+  o->len = o->cap = k;
+  return o;
+}
+
+/* A filter's document as JSON into c->js_args: _revisions cut to CouchDB's
+ * revs_limit of CH_JS_REVS ids. */
+static int js_put_doc(chfeed *c, json_val *doc) {
+  if (c->js_docs) buf_putc(&c->js_args, ',');
+  c->js_docs++;
+  if (!doc) {
+    buf_puts(&c->js_args, "null");
+    return 0;
+  }
+  json_val *rv = json_obj_getz(doc, "_revisions");
+  json_val *ids = rv ? json_obj_getz(rv, "ids") : NULL;
+  size_t keep = 0;
+  if (ids && ids->type == JSON_ARRAY && ids->len > CH_JS_REVS) keep = ids->len, ids->len = CH_JS_REVS;
+  int rc = json_write(&c->js_args, doc);
+  if (keep) ids->len = keep;
+  return rc;
+}
+
+static int ch_js_flush(chfeed *c);
+
+/* A rev that outlives the store's batch: its hash bytes copied into a. */
+static int rev_keep(dv_arena *a, store_rev *out, const store_rev *in) {
+  *out = *in;
+  if (!in->len) return 0;
+  out->h = arena_memdup(a, in->h, in->len);
+  return out->h ? 0 : DV_ENOMEM;
+}
+
+static int ch_js_row(chfeed *c, const store_change *ch) {
+  if (c->js_n == c->js_cap) {
+    size_t cap = c->js_cap ? 2 * c->js_cap : 128;
+    js_row *p = arena_realloc(&c->scratch, c->js, c->js_cap * sizeof *p, cap * sizeof *p, 16);
+    if (!p) return DV_ENOMEM;
+    c->js = p;
+    c->js_cap = cap;
+  }
+  js_row *x = &c->js[c->js_n];
+  memset(x, 0, sizeof *x);
+  x->seq = ch->seq;
+  x->id = arena_memdup(&c->scratch, ch->id, ch->id_len ? ch->id_len : 1);
+  x->id_len = ch->id_len;
+  x->deleted = ch->deleted;
+  x->first = c->js_docs;
+  size_t n = c->style_all && ch->n_leaves ? ch->n_leaves : 1;
+  x->revs = arena_alloc(&c->scratch, n * sizeof *x->revs);
+  if (!x->id || !x->revs) return DV_ENOMEM;
+  int rc = 0;
+  if (n == 1 && !(c->style_all && ch->n_leaves)) {
+    rc = rev_keep(&c->scratch, &x->revs[0], &ch->rev);
+    if (!rc) rc = js_put_doc(c, ch->doc);
+  } else {
+    for (size_t i = 0; !rc && i < n; i++) {
+      const store_leaf *lf = &ch->leaves[i];
+      json_val *doc = NULL;
+      rc = rev_keep(&c->scratch, &x->revs[i], &lf->rev);
+      if (rc) break;
+      if (!store_rev_cmp(&lf->rev, &ch->rev)) {
+        doc = ch->doc;
+      } else {
+        rc = store_doc_get(c->db, ch->id, ch->id_len, &lf->rev, STORE_REVS | STORE_CONFLICTS, &c->scratch, &doc);
+        if (rc == DV_ENOT_FOUND) rc = 0, doc = NULL; /* a leaf gone since the read */
+      }
+      if (!rc) rc = js_put_doc(c, doc);
+    }
+  }
+  x->n_revs = n;
+  if (rc) return rc;
+  if (buf_error(&c->js_args)) return DV_ENOMEM;
+  if (c->include_docs && ch->doc) { /* the row's doc, as JSON text: ch->doc dies with the store's batch */
+    json_val *doc = ch->doc;
+    hatt_ro ro = {.data = c->atts};
+    if (ro.data) {
+      rc = hatt_doc(c->db, &c->scratch, doc, &ro, NULL, NULL);
+      if (rc) return rc;
+    }
+    doc = strip_meta(&c->scratch, doc, (c->doc_flags & STORE_CONFLICTS) != 0);
+    if (!doc) return DV_ENOMEM;
+    buf_reset(&c->tmp);
+    rc = json_write(&c->tmp, doc);
+    if (rc) return rc;
+    x->doc_json = arena_memdup(&c->scratch, c->tmp.p, c->tmp.len ? c->tmp.len : 1);
+    if (!x->doc_json) return DV_ENOMEM;
+    x->doc_len = c->tmp.len;
+  }
+  c->js_n++;
+  return c->js_docs >= CH_JS_BATCH ? ch_js_flush(c) : 0;
+}
+
+/* Run the filter over the documents collected, then write the rows that
+ * passed. 0, LF_STOP (the limit was reached), DV_EQS (the function failed:
+ * c->js_err says how) or another error. */
+static int ch_js_flush(chfeed *c) {
+  lfeed *l = &c->l;
+  if (!c->js_n) return 0;
+  buf_puts(&c->js_args, "],");
+  buf_append(&c->js_args, c->js_req, c->js_req_len);
+  buf_putc(&c->js_args, ']');
+  if (buf_error(&c->js_args)) return DV_ENOMEM;
+  arena_reset(&c->js_a);
+  json_val *ans = NULL;
+  qs_err e = {0};
+  int rc = qs_ddoc_call(&c->dd, c->js_path, c->js_path_len, (const char *)c->js_args.p, c->js_args.len, &c->js_a, &ans,
+                        &e);
+  const json_val *res = NULL;
+  if (!rc) { /* [true, [bool…]], one per document */
+    res = ans && ans->type == JSON_ARRAY && ans->len == 2 ? ans->u.items[1] : NULL;
+    if (!res || res->type != JSON_ARRAY || res->len != c->js_docs) {
+      rc = DV_EQS;
+      e.error = "os_process_error";
+      e.reason = "The filter function's answer is not [true, [bool, …]] with one value per document.";
+    }
+  }
+  if (rc == DV_EQS) {
+    c->js_err.error = arena_strndup(&c->a, e.error ? e.error : "unknown_error", strlen(e.error ? e.error : "unknown_error"));
+    c->js_err.reason = arena_strndup(&c->a, e.reason ? e.reason : "", strlen(e.reason ? e.reason : ""));
+  }
+  for (size_t k = 0; !rc && k < c->js_n; k++) {
+    js_row *x = &c->js[k];
+    store_rev *pass = c->js[k].revs; /* compacted in place: revs that passed */
+    size_t n = 0;
+    for (size_t i = 0; i < x->n_revs; i++) {
+      const json_val *b = res->u.items[x->first + i];
+      if (b->type == JSON_BOOL && b->b) pass[n++] = x->revs[i];
+    }
+    l->pos = x->seq;
+    if (n) rc = ch_emit(c, &x->seq, x->id, x->id_len, x->deleted, pass, n, NULL, x->doc_json, x->doc_len);
+  }
+  c->js_n = 0;
+  c->js_docs = 0;
+  buf_reset(&c->js_args);
+  buf_puts(&c->js_args, "[[");
+  return rc;
 }
 
 static int ch_read(lfeed *l, dv_buf *out) {
@@ -443,8 +663,8 @@ static int ch_read(lfeed *l, dv_buf *out) {
   o.since = l->pos;
   o.descending = c->descending;
   o.all_docs = c->style_all;
-  o.include_docs = c->include_docs || c->filter == F_SELECTOR;
-  o.doc_flags = c->doc_flags;
+  o.include_docs = c->include_docs || c->filter == F_SELECTOR || c->filter == F_JS;
+  o.doc_flags = c->doc_flags | (c->filter == F_JS ? STORE_REVS | STORE_CONFLICTS : 0);
   if (c->descending) /* the store cannot resume a descending read: one pass */
     o.limit = c->filter == F_NONE && l->limit >= 0 ? l->limit - l->sent : -1;
   else
@@ -452,7 +672,13 @@ static int ch_read(lfeed *l, dv_buf *out) {
   arena_reset(&c->scratch);
   c->out = out;
   c->examined = 0;
+  if (c->filter == F_JS) {
+    c->js = NULL, c->js_n = c->js_cap = c->js_docs = 0; /* they lived in scratch */
+    buf_reset(&c->js_args);
+    buf_puts(&c->js_args, "[[");
+  }
   int rc = store_changes(c->db, &o, ch_row, c, NULL);
+  if (!rc && c->filter == F_JS) rc = ch_js_flush(c); /* the batch's last documents */
   c->out = NULL;
   if (rc == LF_STOP) rc = 0;
   if (rc) return rc;
@@ -498,7 +724,9 @@ static void ch_free(lfeed *l) {
   store_db_close(c->db);
   arena_free(&c->a);
   arena_free(&c->scratch);
+  arena_free(&c->js_a);
   buf_free(&c->tmp);
+  buf_free(&c->js_args);
 }
 
 static void ch_idle(lfeed *l) {
@@ -507,6 +735,10 @@ static void ch_idle(lfeed *l) {
   arena_init(&c->scratch, CH_SCRATCH_CHUNK);
   buf_free(&c->tmp);
   buf_init(&c->tmp);
+  buf_free(&c->js_args);
+  buf_init(&c->js_args);
+  arena_free(&c->js_a);
+  arena_init(&c->js_a, CH_SCRATCH_CHUNK);
 }
 
 static const lf_kind ch_kind = {ch_read, ch_watch, ch_pending, ch_free, ch_idle};
@@ -556,9 +788,10 @@ static int tokens2(const char *s, const char **p, size_t *n) {
 }
 
 /* A design document member path must exist (couch_util's
- * get_nested_json_value): 404 "missing json key: K" otherwise. */
+ * get_nested_json_value): 404 "missing json key: K" otherwise. The design
+ * document into *out (r->a) when out is not NULL. */
 static int ddoc_member(hreq *r, const char *ddoc, size_t ddoc_len, const char *member, const char *name,
-                       size_t name_len) {
+                       size_t name_len, json_val **out) {
   size_t idn = 8 + ddoc_len;
   char *id = arena_alloc(&r->a, idn + 1);
   if (!id) {
@@ -587,7 +820,71 @@ static int ddoc_member(hreq *r, const char *ddoc, size_t ddoc_len, const char *m
     hres_errwf(r, DV_ENOT_FOUND, "missing json key: %.*s", (int)name_len, name);
     return -1;
   }
+  if (out) *out = doc;
   return 0;
+}
+
+/* Take the filter function of design document doc: the design document
+ * (as JSON text, id, rev, language), the function's path and the request
+ * object, all in the feed's arena. 0, or -1 with the error written. */
+static int ch_js_setup(hreq *r, chfeed *c, const json_val *doc, const char *name, size_t name_len) {
+  dv_buf b;
+  buf_init(&b);
+  int rc = json_write(&b, doc);
+  const json_val *id = json_obj_getz(doc, "_id"), *rev = json_obj_getz(doc, "_rev");
+  const json_val *lang = json_obj_getz(doc, "language");
+  if (!rc && (!id || id->type != JSON_STRING || !rev || rev->type != JSON_STRING)) rc = DV_EINVAL;
+  if (!rc) {
+    c->dd.json = arena_memdup(&c->a, b.p, b.len);
+    c->dd.json_len = b.len;
+    c->dd.id = arena_strndup(&c->a, id->u.s, id->len);
+    c->dd.id_len = id->len;
+    c->dd.rev = arena_strndup(&c->a, rev->u.s, rev->len);
+    c->dd.lang = lang && lang->type == JSON_STRING ? arena_strndup(&c->a, lang->u.s, lang->len) : NULL;
+    buf_reset(&b);
+    buf_puts(&b, "[\"filters\",");
+    json_escape(&b, name, name_len);
+    buf_putc(&b, ']');
+    c->js_path = arena_memdup(&c->a, b.p, b.len);
+    c->js_path_len = b.len;
+    if (buf_error(&b) || !c->dd.json || !c->dd.id || !c->dd.rev || !c->js_path || (lang && lang->type == JSON_STRING && !c->dd.lang))
+      rc = DV_ENOMEM;
+  }
+  if (rc) {
+    buf_free(&b);
+    hres_err(r, rc);
+    return -1;
+  }
+  buf_reset(&b);
+  if (api_js_req(r, NULL, &b)) { /* its error is written */
+    buf_free(&b);
+    return -1;
+  }
+  c->js_req = arena_memdup(&c->a, b.p, b.len);
+  c->js_req_len = b.len;
+  buf_free(&b);
+  if (!c->js_req) {
+    hres_err(r, DV_ENOMEM);
+    return -1;
+  }
+  c->filter = F_JS;
+  return 0;
+}
+
+/* A design-document function's failure as CouchDB answers it (chttpd's
+ * error_info: not_found 404, forbidden 403, unauthorized 401, bad_request
+ * 400, anything else 500 with the function's own error name). */
+static void js_answer_err(hreq *r, int rc, const qs_err *e) {
+  if (rc != DV_EQS || !e->error) {
+    hres_err(r, rc);
+    return;
+  }
+  int code = DV_EQS;
+  if (!strcmp(e->error, "not_found")) code = DV_ENOT_FOUND;
+  else if (!strcmp(e->error, "forbidden")) code = DV_EFORBIDDEN;
+  else if (!strcmp(e->error, "unauthorized")) code = DV_EUNAUTHORIZED;
+  else if (!strcmp(e->error, "bad_request")) code = DV_EBAD_REQUEST;
+  hres_errn(r, code, e->error, e->reason);
 }
 
 /* filter=… (configure_filter in couch_changes.erl). body is the POST body
@@ -666,7 +963,7 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
       hres_errw(r, DV_EBAD_REQUEST, "`view` must be of the form `designname/viewname`");
       return -1;
     }
-    if (ddoc_member(r, p[0], n[0], "views", p[1], n[1])) return -1;
+    if (ddoc_member(r, p[0], n[0], "views", p[1], n[1], NULL)) return -1;
     hres_errw(r, DV_ENOTSUP, "The _view filter needs JavaScript views, which are not implemented yet.");
     return -1;
   }
@@ -680,9 +977,9 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
     hres_errw(r, DV_EBAD_REQUEST, "`filter` must be of the form `designname/filtername`");
     return -1;
   }
-  if (ddoc_member(r, p[0], n[0], "filters", p[1], n[1])) return -1;
-  hres_errw(r, DV_ENOTSUP, "JavaScript filter functions are not implemented yet.");
-  return -1;
+  json_val *ddoc;
+  if (ddoc_member(r, p[0], n[0], "filters", p[1], n[1], &ddoc)) return -1;
+  return ch_js_setup(r, c, ddoc, p[1], n[1]);
 }
 
 void hapi_changes(hreq *r) {
@@ -737,7 +1034,10 @@ void hapi_changes(hreq *r) {
   }
   arena_init(&c->a, CH_SCRATCH_CHUNK);
   arena_init(&c->scratch, CH_SCRATCH_CHUNK);
+  arena_init(&c->js_a, CH_SCRATCH_CHUNK);
   buf_init(&c->tmp);
+  buf_init(&c->js_args);
+  buf_init(&c->l.pre);
   c->style_all = style && !strcmp(style, "all_docs");
   c->include_docs = q_true(r, "include_docs");
   c->doc_flags = (q_true(r, "conflicts") ? STORE_CONFLICTS : 0) | (q_true(r, "att_encoding_info") ? STORE_ATT_INFO : 0);
@@ -784,6 +1084,17 @@ void hapi_changes(hreq *r) {
   if (rc) {
     hres_err(r, rc);
     goto fail;
+  }
+  if (c->filter == F_JS) {
+    /* The first batch before the response starts: a function that fails
+     * on it is the answer's status and error, as CouchDB's delayed
+     * response gives it; later it can only cut the feed. A live feed's
+     * watch comes after this read, then reads on from where it stopped. */
+    rc = ch_read(&c->l, &c->l.pre);
+    if (rc) {
+      js_answer_err(r, rc, &c->js_err);
+      goto fail;
+    }
   }
   if (feed == FEED_EVENTSOURCE) {
     hres_header(r, "Cache-Control", "no-cache");
