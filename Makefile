@@ -5,7 +5,7 @@
 #   make test                  every test; ends with "N passed, N failed"
 #   make SANITIZE=address,undefined test   the same under sanitizers
 #   make CC=clang              build with clang (gcc is the default)
-#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, att1g.js)
+#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, filterbench.js, att1g.js)
 #   make bench-att1g           only the 1 GiB attachment proof (slow; not in make test)
 #   make fuzz FUZZ_SECONDS=600 run each libFuzzer target that long
 #   make format / make clean
@@ -132,6 +132,7 @@ bench: divan $(BENCHES)
 	@echo "== http attachments: divan vs pouchdb-server (bench/http/attbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/attbench.js
 	@echo "== http replication: divan → divan and pouchdb-server → divan (bench/http/replbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/replbench.js
 	@echo "== http mango: divan vs pouchdb-server (bench/http/mangobench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/mangobench.js
+	@echo "== http filters: divan vs pouchdb-server, filtered _changes (bench/http/filterbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/filterbench.js
 	@$(MAKE) --no-print-directory bench-att1g
 
 .PHONY: bench-att1g

@@ -43,6 +43,7 @@ TEST(http_diskfull) { suite("test/node/http/diskfull.test.js"); }
 TEST(http_mango) { suite("test/node/http/mango.test.js"); }
 TEST(http_render) { suite("test/node/http/render.test.js"); }
 TEST(http_jslimits) { suite("test/node/http/jslimits.test.js"); }
+TEST(http_filters) { suite("test/node/http/filters.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
 TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }
@@ -54,6 +55,7 @@ TEST(fdb_http_purge) { suite_fdb("test/node/http/purge.test.js"); }
 TEST(fdb_http_auth) { suite_fdb("test/node/http/auth.test.js"); }
 TEST(fdb_http_conformance) { suite_fdb("test/node/http/conformance.test.js"); }
 TEST(fdb_http_render) { suite_fdb("test/node/http/render.test.js"); }
+TEST(fdb_http_filters) { suite_fdb("test/node/http/filters.test.js"); }
 TEST(client_nano) { suite("test/node/clients/nano.test.js"); }
 TEST(client_pouchdb) { suite("test/node/clients/pouchdb.test.js"); }
 TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }

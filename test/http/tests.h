@@ -33,6 +33,7 @@
   X(http_mango, 150)           \
   X(http_render, 150)          \
   X(http_jslimits, 120)        \
+  X(http_filters, 180)         \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
@@ -54,4 +55,5 @@
   X(fdb_http_purge, 120)       \
   X(fdb_http_conformance, 120) \
   X(fdb_http_auth, 120)        \
-  X(fdb_http_render, 150)
+  X(fdb_http_render, 150)      \
+  X(fdb_http_filters, 180)
