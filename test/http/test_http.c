@@ -62,6 +62,7 @@ TEST(client_pouchdb_auth) { suite("test/node/clients/pouchdb_auth.test.js"); }
 TEST(client_pouchdb_att) { suite("test/node/clients/pouchdb_att.test.js"); }
 TEST(client_pouchdb_repl) { suite("test/node/clients/pouchdb_repl.test.js"); }
 TEST(client_pouchdb_find) { suite("test/node/clients/pouchdb_find.test.js"); }
+TEST(client_pouchdb_filter) { suite("test/node/clients/pouchdb_filter.test.js"); }
 TEST(repl_replicate) { suite("test/node/repl/replicate.test.js"); }
 TEST(repl_replicator_db) { suite("test/node/repl/replicator_db.test.js"); }
 TEST(repl_faults) { suite("test/node/repl/faults.test.js"); }

@@ -40,6 +40,7 @@
   X(client_pouchdb_att, 180)   \
   X(client_pouchdb_repl, 200)  \
   X(client_pouchdb_find, 120)  \
+  X(client_pouchdb_filter, 120) \
   X(repl_replicate, 240)       \
   X(repl_replicator_db, 200)   \
   X(repl_faults, 240)          \
