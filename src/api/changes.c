@@ -634,9 +634,9 @@ static int ch_js_flush(chfeed *c) {
       e.reason = "The filter function's answer is not [true, [bool, …]] with one value per document.";
     }
   }
-  if (rc == DV_EQS) {
-    c->js_err.error = arena_strndup(&c->a, e.error ? e.error : "unknown_error", strlen(e.error ? e.error : "unknown_error"));
-    c->js_err.reason = arena_strndup(&c->a, e.reason ? e.reason : "", strlen(e.reason ? e.reason : ""));
+  if (rc && (e.error || e.reason)) { /* kept past the call's arena for the answer */
+    c->js_err.error = e.error ? arena_strndup(&c->a, e.error, strlen(e.error)) : NULL;
+    c->js_err.reason = e.reason ? arena_strndup(&c->a, e.reason, strlen(e.reason)) : NULL;
   }
   for (size_t k = 0; !rc && k < c->js_n; k++) {
     js_row *x = &c->js[k];
@@ -871,22 +871,6 @@ static int ch_js_setup(hreq *r, chfeed *c, const json_val *doc, const char *name
   return 0;
 }
 
-/* A design-document function's failure as CouchDB answers it (chttpd's
- * error_info: not_found 404, forbidden 403, unauthorized 401, bad_request
- * 400, anything else 500 with the function's own error name). */
-static void js_answer_err(hreq *r, int rc, const qs_err *e) {
-  if (rc != DV_EQS || !e->error) {
-    hres_err(r, rc);
-    return;
-  }
-  int code = DV_EQS;
-  if (!strcmp(e->error, "not_found")) code = DV_ENOT_FOUND;
-  else if (!strcmp(e->error, "forbidden")) code = DV_EFORBIDDEN;
-  else if (!strcmp(e->error, "unauthorized")) code = DV_EUNAUTHORIZED;
-  else if (!strcmp(e->error, "bad_request")) code = DV_EBAD_REQUEST;
-  hres_errn(r, code, e->error, e->reason);
-}
-
 /* filter=… (configure_filter in couch_changes.erl). body is the POST body
  * or NULL. */
 static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
@@ -1092,7 +1076,7 @@ void hapi_changes(hreq *r) {
      * watch comes after this read, then reads on from where it stopped. */
     rc = ch_read(&c->l, &c->l.pre);
     if (rc) {
-      js_answer_err(r, rc, &c->js_err);
+      api_qs_fail(r, rc, &c->js_err);
       goto fail;
     }
   }
