@@ -48,8 +48,7 @@ static void kick(hreq *r) { mindex_kick(r->app->db_name, strlen(r->app->db_name)
 /* CouchDB's error_saving_ddoc for a failed save (mango_httpd), except the
  * core's refusals (not a db admin, a validator), which are answered as is. */
 static void save_err(hreq *r, int rc, const char *why) {
-  if (rc == DV_EFORBIDDEN || rc == DV_EUNAUTHORIZED || rc == DV_EVDU_TYPEERROR || rc == DV_EVDU_UNKNOWN)
-    hres_errw(r, rc, why);
+  if (store_refusal(rc)) hres_errw(r, rc, why);
   else if (rc == DV_ECONFLICT)
     hres_errw(r, DV_EMQ_SAVING, "Encountered a conflict while saving the design document.");
   else

@@ -599,9 +599,6 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, u
       if (!haveW) return DV_ECORRUPT;
     }
   }
-  /* validators see the leaf this edit replaces (its body only on demand) */
-  if ((rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &e->parent, haveB ? &B : NULL, a, &bad))) return rc;
-  if (bad) return 0;
   /* the new leaf */
   st_branch L;
   memset(&L, 0, sizeof L);
@@ -612,6 +609,12 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, u
     e->rc = bad;
     return 0;
   }
+  /* validators see the leaf this edit replaces (its body only on demand)
+   * and the stubs merged, as couch_db's prep_and_validate_update */
+  if ((rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &e->parent, e->parent.pos ? 1 : 0, d->res, d->n_in,
+                              haveB && e->parent.pos ? &B : NULL, a, &bad)))
+    return rc;
+  if (bad) return 0;
   int64_t bc = haveW ? W.bc : 1;
   /* content the replaced leaf used: other branches are read now, before
    * this transaction writes (the winner's value becomes unreadable) */
@@ -661,7 +664,8 @@ conflict:
    * conflict does (the _users rules always did) */
   if (st_hooks_validating(hk->h, hk->w) && !(haveW && !W.deleted)) {
     if ((rc = read_winner(txn, x, e->id, e->id_len, a, &W, &haveW))) return rc;
-    if ((!haveW || W.deleted) && (rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &e->parent, NULL, a, &bad)))
+    if ((!haveW || W.deleted) && (rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &e->parent,
+                                                          e->parent.pos ? 1 : 0, NULL, 0, NULL, a, &bad)))
       return rc;
     if ((!haveW || W.deleted) && bad) return 0;
   }
@@ -692,13 +696,6 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, ui
   int rc = st_branch_range(txn, x, e->id, e->id_len, NULL, 0, 0, a, &brs, &nb);
   if (rc) return rc;
   int bad;
-  if (st_hooks_validating(hk->h, hk->w)) { /* validators see the winner, before anything is decided */
-    const st_branch *w0 = NULL;
-    for (int i = 0; i < nb; i++)
-      if (brs[i].winner) w0 = &brs[i];
-    if ((rc = st_hooks_validate(hk->h, hk->w, txn, x, e, &path[0], w0, a, &bad))) return rc;
-    if (bad) return 0;
-  }
   e->rev = path[0];
   /* rule 1: the leaf is known already */
   for (int i = 0; i < nb; i++)
@@ -755,11 +752,21 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, ui
   L.json_size = d->json_size;
   L.kv_size = leaf_kv_size(d, doc_prefix_len(x, e->id, e->id_len, &L));
   if ((rc = atts_resolve(txn, x, d, brs, nb, L.rev.pos, 1, a, &L, &bad))) return rc;
-  if (!bad && d->n_in) rc = atts_write(txn, x, d, &bad);
-  if (rc) return rc;
   if (bad) {
     e->rc = bad;
     return 0;
+  }
+  /* validators run for a new leaf only (a known one returned above), with
+   * oldDoc the leaf the path extends — couch_db's make_first_doc_on_disk;
+   * only leaves keep bodies here — or none */
+  rc = st_hooks_validate(hk->h, hk->w, txn, x, e, path, n, d->res, d->n_in, ext >= 0 ? &brs[ext] : NULL, a, &bad);
+  if (rc || bad) return rc;
+  if (d->n_in) {
+    if ((rc = atts_write(txn, x, d, &bad))) return rc;
+    if (bad) {
+      e->rc = bad;
+      return 0;
+    }
   }
   if (ext >= 0 && brs[ext].n_att_ids && (rc = collect(txn, x, e->id, e->id_len, &brs[ext], brs, nb, &L, a)))
     return rc;

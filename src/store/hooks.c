@@ -53,6 +53,7 @@
 
 #include "store/store_int.h"
 #include "util/alloc.h"
+#include "util/b64.h"
 
 struct st_hooks {
   store_hooks h;          /* the provider's table */
@@ -147,35 +148,88 @@ int store_old_doc(store_old *o, json_val **out) {
   return 0;
 }
 
-static int refusal(int rc) {
-  return rc == DV_EFORBIDDEN || rc == DV_EUNAUTHORIZED || rc == DV_ENOT_FOUND || rc == DV_EVDU_TYPEERROR ||
-         rc == DV_EVDU_UNKNOWN;
+
+int store_refusal(int rc) {
+  switch (rc) {
+  case DV_EFORBIDDEN: case DV_EUNAUTHORIZED: case DV_ENOT_FOUND: case DV_EVDU_TYPEERROR: case DV_EVDU_UNKNOWN:
+  case DV_EVDU_ERROR: case DV_EVDU_REFERENCEERROR: case DV_EVDU_SYNTAXERROR: case DV_EVDU_RANGEERROR:
+  case DV_EVDU_INTERNALERROR: case DV_EVDU_EVALERROR: case DV_EVDU_URIERROR:
+  case DV_EQS: case DV_EQS_COMPILE: case DV_EQS_PROCESS: case DV_EQS_RENDER: case DV_EQS_LANG: case DV_EMQ_DESIGN_DOC:
+    return 1;
+  default:
+    return 0;
+  }
 }
 
-/* validate_doc_update's newDoc: _id, the parent's _rev, _deleted, the body. */
-static json_val *new_doc(dv_arena *a, const store_edit *e, const store_rev *parent) {
+/* One revision's text "N-hex" in the arena. */
+static json_val *rev_str(dv_arena *a, const store_rev *r) {
+  dv_buf b;
+  buf_init(&b);
+  store_rev_format(r, &b);
+  json_val *v = buf_error(&b) ? NULL : json_new_string(a, (const char *)b.p, b.len);
+  buf_free(&b);
+  return v;
+}
+
+/* An attachment as couch_att:to_json shows it without data: a stub. */
+static json_val *att_stub(dv_arena *a, const store_att *t) {
+  json_val *o = json_new_object(a);
+  if (!o || json_obj_setz(a, o, "content_type", json_new_string(a, t->type, t->type_len)) ||
+      json_obj_setz(a, o, "revpos", json_new_int(a, t->revpos)))
+    return NULL;
+  static const uint8_t zero[16];
+  if (memcmp(t->md5, zero, 16)) {
+    char d[4 + 25];
+    memcpy(d, "md5-", 4);
+    dv_b64_encode(t->md5, 16, 0, d + 4);
+    if (json_obj_setz(a, o, "digest", json_new_stringz(a, d))) return NULL;
+  }
+  if (json_obj_setz(a, o, "length", json_new_int(a, t->length)) ||
+      json_obj_setz(a, o, "stub", json_new_bool(a, 1)))
+    return NULL;
+  return o;
+}
+
+/* validate_doc_update's newDoc, as couch_doc:to_json_obj(Doc, [revs])
+ * orders it: _id, _rev (revs[0]: the parent of an interactive edit, the
+ * new leaf of a replicated one), the body, _deleted, _revisions (revs,
+ * newest first), _attachments stubs. */
+static json_val *new_doc(dv_arena *a, const store_edit *e, const store_rev *revs, size_t n_revs,
+                         const store_att *atts, size_t n_atts) {
   json_val *d = json_new_object(a);
   if (!d || json_obj_setz(a, d, "_id", json_new_string(a, e->id, e->id_len))) return NULL;
-  if (parent && parent->pos) {
-    dv_buf b;
-    buf_init(&b);
-    store_rev_format(parent, &b);
-    json_val *r = buf_error(&b) ? NULL : json_new_string(a, (const char *)b.p, b.len);
-    buf_free(&b);
-    if (!r || json_obj_setz(a, d, "_rev", r)) return NULL;
-  }
-  if (e->deleted && json_obj_setz(a, d, "_deleted", json_new_bool(a, 1))) return NULL;
+  if (n_revs && json_obj_setz(a, d, "_rev", rev_str(a, &revs[0]))) return NULL;
   for (size_t i = 0; e->body && i < e->body->len; i++)
     if (json_obj_set(a, d, e->body->u.members[i].key, e->body->u.members[i].klen, e->body->u.members[i].val))
       return NULL;
+  if (e->deleted && json_obj_setz(a, d, "_deleted", json_new_bool(a, 1))) return NULL;
+  if (n_revs) {
+    json_val *r = json_new_object(a), *ids = json_new_array(a);
+    if (!r || !ids || json_obj_setz(a, r, "start", json_new_int(a, revs[0].pos))) return NULL;
+    for (size_t i = 0; i < n_revs; i++) {
+      json_val *s = rev_str(a, &revs[i]);
+      const char *dash = s ? memchr(s->u.s, '-', s->len) : NULL;
+      if (!dash || json_arr_push(a, ids, json_new_string(a, dash + 1, s->len - (size_t)(dash + 1 - s->u.s))))
+        return NULL;
+    }
+    if (json_obj_setz(a, r, "ids", ids) || json_obj_setz(a, d, "_revisions", r)) return NULL;
+  }
+  if (n_atts) {
+    json_val *o = json_new_object(a);
+    if (!o) return NULL;
+    for (size_t i = 0; i < n_atts; i++)
+      if (json_obj_set(a, o, atts[i].name, atts[i].name_len, att_stub(a, &atts[i]))) return NULL;
+    if (json_obj_setz(a, d, "_attachments", o)) return NULL;
+  }
   return d;
 }
 
 int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const st_dbx *x, store_edit *e,
-                      const store_rev *parent, const st_branch *old, dv_arena *a, int *refused) {
+                      const store_rev *revs, size_t n_revs, const store_att *atts, size_t n_atts,
+                      const st_branch *old, dv_arena *a, int *refused) {
   *refused = 0;
   if (!st_hooks_validating(h, w)) return 0;
-  json_val *nd = new_doc(a, e, parent);
+  json_val *nd = new_doc(a, e, revs, n_revs, atts, n_atts);
   if (!nd) return DV_ENOMEM;
   store_old o = {.txn = txn, .x = x, .id = e->id, .id_len = e->id_len, .br = old, .a = a};
   static const store_user anon = {0};
@@ -184,7 +238,7 @@ int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const
     const char *why = NULL;
     int rc = h->h.validate[i].fn(h->h.validate[i].ctx, nd, &o, u, w->sec, a, &why);
     if (!rc) continue;
-    if (!refusal(rc)) return rc;
+    if (!store_refusal(rc)) return rc;
     e->rc = rc;
     e->why = why && w->a ? arena_strndup(w->a, why, strlen(why)) : NULL;
     if (why && w->a && !e->why) return DV_ENOMEM;

@@ -73,15 +73,23 @@ typedef struct store_old store_old;
  * validator returns as is). */
 int store_old_doc(store_old *o, json_val **out) DV_MUST_CHECK;
 
-/* validate: new_doc is {"_id", ["_rev": the parent rev], ["_deleted":true],
- * user fields…} as the client sent it (after the caller's own rewrites,
- * e.g. _users password hashing). Return 0 to let the edit through, or a
- * per-document refusal: DV_EFORBIDDEN, DV_EUNAUTHORIZED, DV_ENOT_FOUND,
- * DV_EVDU_TYPEERROR, DV_EVDU_UNKNOWN, with *why its reason (in `a`, the
+/* validate: new_doc is couch_doc:to_json_obj(Doc, [revs]): {"_id",
+ * ["_rev": the parent rev (interactive) or the new leaf (new_edits=false)],
+ * user fields…, ["_deleted":true], ["_revisions": {start, ids}],
+ * ["_attachments": stubs]} as the client sent it (after the caller's own
+ * rewrites, e.g. _users password hashing, and with its stubs resolved). Return 0 to let the edit through, or a
+ * per-document refusal (store_refusal: DV_EFORBIDDEN, DV_EUNAUTHORIZED,
+ * DV_ENOT_FOUND, DV_EVDU_*, and the query servers' DV_EQS* when a
+ * validator's function failed), with *why its reason (in `a`, the
  * attempt's arena, or static). Any other negative code is a failure of
  * the whole call (kv errors are retried). ctx is the validator's own. */
 typedef int (*store_validate_fn)(void *ctx, const json_val *new_doc, store_old *old, const store_user *user,
                                  const json_val *sec, dv_arena *a, const char **why);
+
+/* 1 when rc is a per-document refusal a validator may return (the edit
+ * gets it with its reason; the other edits of the call go on), 0 when it
+ * fails the whole call. One list, so store/, api/ and auth/ agree. */
+int store_refusal(int rc);
 
 /* A winner as index_update sees it. */
 typedef struct store_winner {

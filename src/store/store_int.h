@@ -334,11 +334,15 @@ int st_hooks_get(store_db *db, st_hooks **out) DV_MUST_CHECK;
 void st_hooks_put(st_hooks *h); /* NULL is fine */
 /* 1 when validators would run for a write with context w. */
 int st_hooks_validating(const st_hooks *h, const store_wctx *w);
-/* Run the validators on edit e (parent: the rev it names; old: the leaf it
- * replaces, NULL when none; its body is read only if a validator asks). A
- * refusal sets e->rc, e->why and *refused; other errors are returned. */
+/* Run the validators on edit e (revs: newDoc's _rev and _revisions, newest
+ * first — the parent of an interactive edit, the incoming path of a
+ * replicated one; n_revs 0 for a new document; atts: its attachments with
+ * stubs resolved; old: the leaf it replaces, NULL when none; its body is
+ * read only if a validator asks). A refusal sets e->rc, e->why and
+ * *refused; other errors are returned. */
 int st_hooks_validate(const st_hooks *h, const store_wctx *w, kv_txn *txn, const st_dbx *x, store_edit *e,
-                      const store_rev *parent, const st_branch *old, dv_arena *a, int *refused) DV_MUST_CHECK;
+                      const store_rev *revs, size_t n_revs, const store_att *atts, size_t n_atts,
+                      const st_branch *old, dv_arena *a, int *refused) DV_MUST_CHECK;
 /* A _design/ document was written or purged in txn: every process reloads
  * the database's hooks, and transactions on it that ran with the old ones
  * conflict. */

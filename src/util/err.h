@@ -93,6 +93,14 @@
   X(UNAUTHORIZED,  -4020, 401, "unauthorized", "Unauthorized.", 0)                \
   X(VDU_TYPEERROR, -4021, 500, "TypeError", "The validation function failed.", 0) \
   X(VDU_UNKNOWN,   -4022, 500, "unknown_error", "function_clause", 0)  \
+  /* a validate_doc_update that threw an Error (index/jsddoc.c): its name */ \
+  X(VDU_ERROR,     -4023, 500, "Error", "The validation function failed.", 0) \
+  X(VDU_REFERENCEERROR, -4024, 500, "ReferenceError", "The validation function failed.", 0) \
+  X(VDU_SYNTAXERROR, -4025, 500, "SyntaxError", "The validation function failed.", 0) \
+  X(VDU_RANGEERROR, -4026, 500, "RangeError", "The validation function failed.", 0) \
+  X(VDU_INTERNALERROR, -4027, 500, "InternalError", "The validation function failed.", 0) \
+  X(VDU_EVALERROR, -4028, 500, "EvalError", "The validation function failed.", 0) \
+  X(VDU_URIERROR,  -4029, 500, "URIError", "The validation function failed.", 0) \
   /* HTTP requests (api/, http/): the reason is usually the request's own */ \
   X(BAD_REQUEST,   -4101, 400, "bad_request", "Bad request.", 0)                \
   X(BAD_CREDENTIAL,-4102, 400, "bad_request", "Malformed credentials.", 0)      \
