@@ -70,8 +70,9 @@ static void read_err(hreq *r, int rc) {
 }
 
 /* An error of a write: a document over max_document_size names it. */
-static void write_err(hreq *r, int rc) {
+static void write_err(hreq *r, int rc, const char *why) {
   if (rc == DV_EDOC_TOO_LARGE) hres_errw(r, DV_EDOC_TOO_LARGE, r->app->docid);
+  else if (why) hres_errw(r, rc, why); /* a write hook's refusal, with its reason */
   else hres_err(r, rc);
 }
 
@@ -135,7 +136,7 @@ static int att_update(hreq *r, store_edit *e) {
   return store_update(r->app->db, &w, e, 1, 1);
 }
 
-static void write_err(hreq *r, int rc);
+static void write_err(hreq *r, int rc, const char *why);
 static void send_written(hreq *r, int status, const store_rev *rev);
 static void set_location(hreq *r, const char *name, size_t n);
 
@@ -153,7 +154,7 @@ static void att_answer(hreq *r) {
   att_w *p = r->app->pending;
   int rc = p->w.rc ? p->w.rc : p->e.rc;
   if (rc) {
-    write_err(r, rc);
+    write_err(r, rc, p->w.rc ? NULL : p->e.why);
     return;
   }
   send_written(r, p->status, &p->e.rev);
@@ -507,9 +508,10 @@ static void up_finish(void *arg, hreq *r) {
   e.atts[e.n_atts++] = na;
   if (!u->streamed) { /* hapi_att frees the upload right after: write now */
     rc = att_update(r, &e);
+    int own = !rc;
     if (!rc) rc = e.rc;
     if (rc) {
-      write_err(r, rc);
+      write_err(r, rc, own ? e.why : NULL);
       return;
     }
     send_written(r, 201, &e.rev);
@@ -937,7 +939,7 @@ static void att_delete(hreq *r) {
   store_edit e;
   rc = edit_from(r, doc, name, nlen, &e);
   if (rc) {
-    write_err(r, rc);
+    write_err(r, rc, NULL);
     return;
   }
   att_write(r, &e, 200, NULL, 0);
@@ -1227,7 +1229,7 @@ void hapi_doc_form(hreq *r) {
     }
     rc = store_edit_from_json(&r->a, doc, 1, &e);
     if (rc) {
-      write_err(r, rc);
+      write_err(r, rc, NULL);
       goto out;
     }
     e.id = r->app->docid;
@@ -1274,8 +1276,9 @@ void hapi_doc_form(hreq *r) {
     }
   }
   rc = att_update(r, &e);
+  int own = !rc;
   if (!rc) rc = e.rc;
-  if (rc) write_err(r, rc);
+  if (rc) write_err(r, rc, own ? e.why : NULL);
   else send_written(r, 201, &e.rev);
 out:
   for (size_t k = 0; ups && k < nf; k++) store_att_upload_free(ups[k]);

@@ -401,8 +401,9 @@ static void bulk_answer(hreq *r, bulk_w *b) {
     const char *why = rc && !d[i].local ? hatt_reason(r, rc, NULL, d[i].e) : NULL;
     if (!new_edits) { /* replication: only the failures, with their rev */
       const store_edit *e = d[i].e;
-      /* a validator's refusal is a row without rev, as the rights' rows */
-      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len && !e->why ? &e->path[0] : NULL, rc, why);
+      /* a validator's refusal too: {id, rev, error, reason}
+       * (chttpd_db:update_doc_result_to_json({{Id, Rev}, Error})) */
+      if (rc) jw_result_err(&w, &t, id, id_len, e && e->path_len ? &e->path[0] : NULL, rc, why);
       continue;
     }
     if (rc) {
