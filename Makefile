@@ -109,7 +109,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libdivan.a
 # sources compiled in (no separate archive, so coverage reaches them).
 # index/ files that run queries or keep indexes need the store: fuzzers
 # link the parsers only (mqparse.c, mqidx.c), never these
-FUZZ_NOLINK = src/index/mindex.c src/index/mquery.c src/index/qs.c
+FUZZ_NOLINK = src/index/mindex.c src/index/mquery.c src/index/qs.c src/index/jsddoc.c
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
@@ -133,6 +133,7 @@ bench: divan $(BENCHES)
 	@echo "== http replication: divan → divan and pouchdb-server → divan (bench/http/replbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/replbench.js
 	@echo "== http mango: divan vs pouchdb-server (bench/http/mangobench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/mangobench.js
 	@echo "== http filters: divan vs pouchdb-server, filtered _changes (bench/http/filterbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/filterbench.js
+	@echo "== http validate_doc_update: PUT docs/s with one validator vs none (bench/http/vdubench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/vdubench.js
 	@$(MAKE) --no-print-directory bench-att1g
 
 .PHONY: bench-att1g

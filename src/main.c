@@ -20,6 +20,7 @@
 #include "auth/auth.h"
 #include "auth/crypto.h"
 #include "http/http.h"
+#include "index/jsddoc.h"
 #include "index/mindex.h"
 #include "index/qs.h"
 #include "kv/kv.h"
@@ -257,8 +258,8 @@ static void repl_start(api_srv *as, const struct serve_opts *o, int port) {
 
 /* The store's one hooks provider (store/hooks.h): every layer that runs
  * code in a document's edit transaction fills its part of a database's
- * table — auth/ the users database's validator, index/ the Mango index
- * rows. */
+ * table — auth/ the users database's validator, index/ the design
+ * documents' validators and field checks and the Mango index rows. */
 typedef struct hooks_arg {
   dv_config *cfg; /* auth_hooks_load's configuration */
   store *st;      /* mindex_hooks_load's store */
@@ -266,13 +267,15 @@ typedef struct hooks_arg {
 
 static int hooks_load(void *arg, const char *name, size_t len, store_hooks *out) {
   hooks_arg *h = arg;
-  int rc = auth_hooks_load(h->cfg, name, len, out);
+  int rc = auth_hooks_load(h->cfg, name, len, out); /* _users rules first, as CouchDB */
+  if (!rc) rc = jsddoc_hooks_load(h->st, name, len, out);
   if (!rc) rc = mindex_hooks_load(h->st, name, len, out);
   return rc;
 }
 
 static void hooks_unload(void *arg, store_hooks *h) {
   (void)arg;
+  jsddoc_hooks_unload(h);
   mindex_hooks_unload(h);
 }
 
