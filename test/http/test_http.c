@@ -44,6 +44,8 @@ TEST(http_mango) { suite("test/node/http/mango.test.js"); }
 TEST(http_render) { suite("test/node/http/render.test.js"); }
 TEST(http_jslimits) { suite("test/node/http/jslimits.test.js"); }
 TEST(http_filters) { suite("test/node/http/filters.test.js"); }
+TEST(http_validate) { suite("test/node/http/validate.test.js"); }
+TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
 TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }
@@ -63,6 +65,7 @@ TEST(client_pouchdb_att) { suite("test/node/clients/pouchdb_att.test.js"); }
 TEST(client_pouchdb_repl) { suite("test/node/clients/pouchdb_repl.test.js"); }
 TEST(client_pouchdb_find) { suite("test/node/clients/pouchdb_find.test.js"); }
 TEST(client_pouchdb_filter) { suite("test/node/clients/pouchdb_filter.test.js"); }
+TEST(client_pouchdb_vdu) { suite("test/node/clients/pouchdb_vdu.test.js"); }
 TEST(repl_replicate) { suite("test/node/repl/replicate.test.js"); }
 TEST(repl_replicator_db) { suite("test/node/repl/replicator_db.test.js"); }
 TEST(repl_faults) { suite("test/node/repl/faults.test.js"); }

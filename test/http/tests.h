@@ -34,6 +34,7 @@
   X(http_render, 150)          \
   X(http_jslimits, 120)        \
   X(http_filters, 180)         \
+  X(http_validate, 150)        \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
@@ -41,6 +42,7 @@
   X(client_pouchdb_repl, 200)  \
   X(client_pouchdb_find, 120)  \
   X(client_pouchdb_filter, 120) \
+  X(client_pouchdb_vdu, 120)   \
   X(repl_replicate, 240)       \
   X(repl_replicator_db, 200)   \
   X(repl_faults, 240)          \
@@ -57,4 +59,5 @@
   X(fdb_http_conformance, 120) \
   X(fdb_http_auth, 120)        \
   X(fdb_http_render, 150)      \
-  X(fdb_http_filters, 180)
+  X(fdb_http_filters, 180) \
+  X(fdb_http_validate, 200)
