@@ -181,7 +181,9 @@ TEST(store_hooks_validate) {
   ASSERT_OK(put_as(t->db, &t->a, &w, doc, 1, &e));
   ASSERT_OK(e.rc);
   char want[256];
-  snprintf(want, sizeof want, "{\"_id\":\"a\",\"_rev\":\"%s\",\"x\":2}", r1);
+  /* couch_doc:to_json_obj(Doc, [revs]): _revisions after the body */
+  snprintf(want, sizeof want, "{\"_id\":\"a\",\"_rev\":\"%s\",\"x\":2,\"_revisions\":{\"start\":1,\"ids\":[\"%s\"]}}", r1,
+           r1 + 2);
   ASSERT_STR_EQ(r.last_new, want);
   snprintf(want, sizeof want, "{\"_id\":\"a\",\"_rev\":\"%s\",\"x\":1}", r1);
   ASSERT_STR_EQ(r.last_old, want);
@@ -191,7 +193,8 @@ TEST(store_hooks_validate) {
   snprintf(doc, sizeof doc, "{\"_id\":\"a\",\"_rev\":\"%s\",\"_deleted\":true}", r2);
   ASSERT_OK(put_as(t->db, &t->a, &w, doc, 1, &e));
   ASSERT_OK(e.rc);
-  snprintf(want, sizeof want, "{\"_id\":\"a\",\"_rev\":\"%s\",\"_deleted\":true}", r2);
+  snprintf(want, sizeof want, "{\"_id\":\"a\",\"_rev\":\"%s\",\"_deleted\":true,\"_revisions\":{\"start\":2,\"ids\":[\"%s\"]}}",
+           r2, r2 + 2);
   ASSERT_STR_EQ(r.last_new, want);
 
   /* a refusal: rc and why, nothing written; the other edits of the call go on */
@@ -222,19 +225,21 @@ TEST(store_hooks_validate) {
   ASSERT_OK(e.rc);
   ASSERT_EQ(r.calls, calls);
 
-  /* new_edits=false: validated against the winner */
+  /* new_edits=false: oldDoc is the leaf the incoming path extends
+   * (couch_db's make_first_doc_on_disk), none for a branch of its own */
   r.refuse_id = NULL;
   store_set_hooks(t->s, &(store_hooks_provider){.load = load, .arg = &r});
   ASSERT_OK(put_as(t->db, &t->a, &w, "{\"_id\":\"c\",\"_revisions\":{\"start\":2,\"ids\":[\"" 
                    "0123456789abcdef0123456789abcdef\",\"00000000000000000000000000000000\"]},\"z\":3}", 0, &e));
   ASSERT_OK(e.rc);
-  ASSERT(strstr(r.last_old, "\"_id\":\"c\"") != NULL);
+  ASSERT_STR_EQ(r.last_old, "null");
   ASSERT(strstr(r.last_new, "\"z\":3") != NULL);
   r.refuse_id = "c";
   ASSERT_OK(put_as(t->db, &t->a, &w, "{\"_id\":\"c\",\"_revisions\":{\"start\":3,\"ids\":[\""
                    "1123456789abcdef0123456789abcdef\",\"0123456789abcdef0123456789abcdef\"]}}", 0, &e));
   ASSERT_EQ(e.rc, DV_EFORBIDDEN);
   ASSERT_STR_EQ(e.why, "no c");
+  ASSERT(strstr(r.last_old, "\"z\":3") != NULL); /* it extends 2-0123…: that leaf is oldDoc */
 
   arena_free(&wa);
   storet_close(t);
