@@ -270,14 +270,9 @@ static int map_error(const qs_err *e, dv_arena *a, const char **why) {
   *why = reason;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcmp(name, names[i].name)) return names[i].rc;
-  /* a thrown value that is no Error: CouchDB's validate.js answers it as
-   * the result (a string or {"k": M}: unknown_error M) */
-  if (!strcmp(name, "unnamed_error")) {
-    json_val *v;
-    if (!json_parse(a, reason, strlen(reason), NULL, &v, NULL)) {
-      if (v->type == JSON_STRING || (v->type == JSON_OBJECT && v->len == 1)) return map_answer(v, a, why);
-    }
-  }
+  /* a thrown value that is no Error comes back as the answer (the
+   * prelude's runValidate, as validate.js), so an error here is the
+   * function's own ["error", name, reason] or {error, reason} */
   return DV_EVDU_UNKNOWN;
 }
 
