@@ -7,8 +7,8 @@
 // its own temp data directory, then, alternating the two databases for
 // VDU_ROUNDS (3) rounds so drift on the machine hits both alike:
 //
-//   none       PUT VDU_PUTS (4,000) new small docs into db `none`, VDU_CONC
-//              (8) in flight
+//   none       PUT VDU_PUTS (4,000) new small docs into db `none`, 8 in
+//              flight, then all of it again with 64 (VDU_CONC=N: only N)
 //   vdu        the same into db `vdu`, whose _design/v has
 //              function(newDoc, oldDoc, userCtx) { if (!newDoc.type)
 //              throw({forbidden: 'type required'}); … }
@@ -28,7 +28,10 @@
 const { log, fmt, makeTmp, runBench, client, table } = require('./lib');
 
 const NPUTS = Number(process.env.VDU_PUTS || 4000);
-const CONC = Number(process.env.VDU_CONC || 8);
+// in flight: both a few clients (each write's latency counts) and many
+// (group commit amortizes it); VDU_CONC=N runs one
+const CONCS = process.env.VDU_CONC ? [Number(process.env.VDU_CONC)] : [8, 64];
+let CONC = CONCS[0];
 const ROUNDS = Number(process.env.VDU_ROUNDS || 3);
 const TMP = makeTmp('divan-vdubench-');
 
@@ -39,7 +42,7 @@ const VDU = `function(newDoc, oldDoc, userCtx) {
   if (!userCtx.name) throw({unauthorized: 'log in'});
 }`;
 
-const web = client({ sockets: CONC, timeoutMs: 60000 });
+const web = client({ sockets: Math.max(...CONCS), timeoutMs: 60000 });
 
 async function puts(s, db, round, revs) {
   let next = 0;
@@ -48,7 +51,7 @@ async function puts(s, db, round, revs) {
     for (;;) {
       const i = next++;
       if (i >= NPUTS) return;
-      const id = `r${round}-${i}`;
+      const id = `c${CONC}r${round}-${i}`;
       const body = revs ? { _rev: revs[id], type: 'item', n: i, v: 2 } : { type: 'item', n: i, name: 'doc ' + i };
       const r = await web.must(s, 'PUT', `/${db}/${id}`, body, [201]);
       if (!revs) (puts.revs[db] = puts.revs[db] || {})[id] = JSON.parse(r.text).rev;
@@ -67,26 +70,31 @@ runBench('vdubench', { which: ['divan'], tmp: TMP, web }, async (servers) => {
   // the validator works: a refusal, then warm both paths
   await web.must(s, 'PUT', '/vdu/x', { n: 1 }, [403]);
   for (const db of ['none', 'vdu']) for (let i = 0; i < 200; i++) await web.must(s, 'PUT', `/${db}/warm${i}`, { type: 't' }, [201]);
-  const best = { none: 0, vdu: 0, 'none-edit': 0, 'vdu-edit': 0 };
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const db of round % 2 ? ['vdu', 'none'] : ['none', 'vdu']) {
-      const c = await puts(s, db, round, null);
-      best[db] = Math.max(best[db], c);
-      log(`round ${round} ${db}: ${fmt(c)} docs/s`);
+  const worsts = [];
+  for (const conc of CONCS) {
+    CONC = conc;
+    const best = { none: 0, vdu: 0, 'none-edit': 0, 'vdu-edit': 0 };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const db of round % 2 ? ['vdu', 'none'] : ['none', 'vdu']) {
+        const c = await puts(s, db, round, null);
+        best[db] = Math.max(best[db], c);
+        log(`${CONC} in flight, round ${round} ${db}: ${fmt(c)} docs/s`);
+      }
+      for (const db of round % 2 ? ['vdu', 'none'] : ['none', 'vdu']) {
+        const u = await puts(s, db, round, puts.revs[db]);
+        best[db + '-edit'] = Math.max(best[db + '-edit'], u);
+        log(`${CONC} in flight, round ${round} ${db}-edit: ${fmt(u)} docs/s`);
+      }
     }
-    for (const db of round % 2 ? ['vdu', 'none'] : ['none', 'vdu']) {
-      const u = await puts(s, db, round, puts.revs[db]);
-      best[db + '-edit'] = Math.max(best[db + '-edit'], u);
-      log(`round ${round} ${db}-edit: ${fmt(u)} docs/s`);
-    }
+    const rows = [
+      ['PUT new docs', fmt(best.none), fmt(best.vdu), (best.vdu / best.none).toFixed(2)],
+      ['PUT updates', fmt(best['none-edit']), fmt(best['vdu-edit']), (best['vdu-edit'] / best['none-edit']).toFixed(2)],
+    ];
+    console.log(`\nvalidate_doc_update, ${NPUTS} PUTs per round, ${CONC} in flight, best of ${ROUNDS} rounds (docs/s):\n`);
+    table(['workload', 'no validator', 'one validator', 'vdu / none'], ['l', 'r', 'r', 'r'], rows);
+    const worst = Math.min(best.vdu / best.none, best['vdu-edit'] / best['none-edit']);
+    console.log(`\nvalidator cost at ${CONC} in flight: ${((1 - worst) * 100).toFixed(1)} % (bar: at most 25 %)`);
+    worsts.push(worst);
   }
-  const rows = [
-    ['PUT new docs', fmt(best.none), fmt(best.vdu), (best.vdu / best.none).toFixed(2)],
-    ['PUT updates', fmt(best['none-edit']), fmt(best['vdu-edit']), (best['vdu-edit'] / best['none-edit']).toFixed(2)],
-  ];
-  console.log(`\nvalidate_doc_update, ${NPUTS} PUTs per round, ${CONC} in flight, best of ${ROUNDS} rounds (docs/s):\n`);
-  table(['workload', 'no validator', 'one validator', 'vdu / none'], ['l', 'r', 'r', 'r'], rows);
-  const worst = Math.min(best.vdu / best.none, best['vdu-edit'] / best['none-edit']);
-  console.log(`\nvalidator cost: ${((1 - worst) * 100).toFixed(1)} % (bar: at most 25 %)`);
-  if (process.env.VDU_BAR === '1' && worst < 0.75) throw new Error('the validator costs more than 25 %');
+  if (process.env.VDU_BAR === '1' && Math.min(...worsts) < 0.75) throw new Error('the validator costs more than 25 %');
 });
