@@ -125,6 +125,63 @@ static int fn_call(hreq *r, const ddoc_ctx *c, const char *section, const char *
   return 0;
 }
 
+static int doc_req_args(hreq *r, const json_val *doc, const char *docid, dv_buf *args);
+
+/* A call that runs off the pool threads (hres_offload): a function may run
+ * up to os_process_timeout, and a pool thread serves other connections.
+ * The handler prepares it, fn_work runs it on an offload thread, the
+ * handler's continuation answers from job->ans (r->app->pending). */
+typedef struct fn_job {
+  ddoc_ctx c;
+  const char *section, *name, *docid, *etag;
+  json_val *doc;
+  dv_buf args;
+  int rc;
+  qs_err e;
+  json_val *ans;
+} fn_job;
+
+static void fn_work(hreq *r) {
+  fn_job *j = r->app->pending;
+  dv_buf path;
+  buf_init(&path);
+  json_w w;
+  json_w_init(&w, &path);
+  json_w_arr_begin(&w);
+  json_w_strz(&w, j->section);
+  if (j->name) json_w_strz(&w, j->name);
+  json_w_arr_end(&w);
+  j->rc = json_w_finish(&w) || buf_error(&j->args) ? DV_ENOMEM : 0;
+  if (!j->rc)
+    j->rc = qs_ddoc_call(&j->c.dd, (const char *)path.p, path.len, (const char *)j->args.p, j->args.len, &r->a,
+                         &j->ans, &j->e);
+  buf_free(&path);
+  buf_free(&j->args);
+}
+
+/* Start ["ddoc", id, [section, name], [doc, req]] off the pool; then(r)
+ * answers. j lives in r->a. */
+static void fn_offload(hreq *r, fn_job *j, void (*then)(hreq *r)) {
+  buf_init(&j->args);
+  if (doc_req_args(r, j->doc, j->docid, &j->args)) {
+    buf_free(&j->args);
+    return;
+  }
+  r->app->pending = j;
+  hres_offload(r, fn_work, then);
+}
+
+/* The job's answer, or -1 with the failure answered. */
+static int fn_answer(hreq *r, fn_job **out) {
+  fn_job *j = r->app->pending;
+  *out = j;
+  if (j->rc) {
+    api_qs_fail(r, j->rc, &j->e);
+    return -1;
+  }
+  return 0;
+}
+
 /* The document id of the segments from i on, joined with '/' as
  * chttpd_show does; NULL when there are none (or out of memory: *oom). */
 static const char *docid_from(hreq *r, int i, int *oom) {
@@ -410,6 +467,8 @@ static void up_save(hreq *r, json_val *doc, const json_val *resp) {
   api_update(r, &p->w, &p->e, 1, 1, up_saved);
 }
 
+static void update_then(hreq *r);
+
 /* POST|PUT|… /{db}/_design/{ddoc}/_update/{name}[/{docid…}] */
 static void hapi_update(hreq *r) {
   ddoc_ctx c;
@@ -422,17 +481,25 @@ static void hapi_update(hreq *r) {
   if (fn_need(r, &c, "updates", name)) return;
   int oom;
   const char *docid = docid_from(r, SEG_AFTER_NAME, &oom);
-  json_val *doc, *ans;
+  json_val *doc;
   if (oom) {
     hres_err(r, DV_ENOMEM);
     return;
   }
   if (fn_doc(r, docid, &doc)) return;
-  dv_buf args;
-  buf_init(&args);
-  int failed = doc_req_args(r, doc, docid, &args) || fn_call(r, &c, "updates", name, &args, &ans);
-  buf_free(&args);
-  if (failed) return;
+  fn_job *j = arena_calloc(&r->a, sizeof *j);
+  if (!j) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  *j = (fn_job){.c = c, .section = "updates", .name = name, .docid = docid, .doc = doc};
+  fn_offload(r, j, update_then);
+}
+
+static void update_then(hreq *r) {
+  fn_job *j;
+  if (fn_answer(r, &j)) return;
+  json_val *ans = j->ans;
   json_val *nd = json_arr_get(ans, 1), *resp = json_arr_get(ans, 2);
   if (!str_is(json_arr_get(ans, 0), "up") || ans->len != 3 || resp->type != JSON_OBJECT) {
     hres_errw(r, DV_EQS_RENDER, "undefined response from update function");
@@ -490,6 +557,8 @@ static const char *show_etag(hreq *r, const ddoc_ctx *c, const json_val *doc) {
   return s;
 }
 
+static void show_then(hreq *r);
+
 /* GET|POST|… /{db}/_design/{ddoc}/_show/{name}[/{docid…}] */
 static void hapi_show(hreq *r) {
   ddoc_ctx c;
@@ -502,7 +571,7 @@ static void hapi_show(hreq *r) {
   if (fn_need(r, &c, "shows", name)) return;
   int oom;
   const char *docid = docid_from(r, SEG_AFTER_NAME, &oom);
-  json_val *doc, *ans;
+  json_val *doc;
   if (oom) {
     hres_err(r, DV_ENOMEM);
     return;
@@ -518,17 +587,24 @@ static void hapi_show(hreq *r) {
     hres_header(r, "ETag", etag);
     return;
   }
-  dv_buf args;
-  buf_init(&args);
-  int failed = doc_req_args(r, doc, docid, &args) || fn_call(r, &c, "shows", name, &args, &ans);
-  buf_free(&args);
-  if (failed) return;
-  json_val *resp = json_arr_get(ans, 1);
+  fn_job *j = arena_calloc(&r->a, sizeof *j);
+  if (!j) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  *j = (fn_job){.c = c, .section = "shows", .name = name, .docid = docid, .doc = doc, .etag = etag};
+  fn_offload(r, j, show_then);
+}
+
+static void show_then(hreq *r) {
+  fn_job *j;
+  if (fn_answer(r, &j)) return;
+  json_val *ans = j->ans, *resp = json_arr_get(ans, 1);
   if (!str_is(json_arr_get(ans, 0), "resp") || ans->len != 2 || resp->type != JSON_OBJECT) {
     hres_errw(r, DV_EQS_RENDER, "undefined response from show function");
     return;
   }
-  hhdr force[2] = {{"ETag", etag}, {"Vary", "Accept"}};
+  hhdr force[2] = {{"ETag", j->etag}, {"Vary", "Accept"}};
   send_external(r, 200, resp, force, 2);
 }
 

@@ -283,6 +283,12 @@ void hdefer_done(hreq *r);
  * not block) only resumes the connection, and the answer is built where
  * blocking is allowed. */
 void hres_defer_then(hreq *r, void (*fn)(hreq *r));
+/* Work that blocks (a design-document function: up to its timeout) off
+ * the pool threads, whose other connections would wait for it: the
+ * request is deferred, work(r) runs on one of the server's offload
+ * threads (it may use r->a and the handler's state, not r's response),
+ * then fn(r) on a pool thread builds the answer as hres_defer_then's. */
+void hres_offload(hreq *r, void (*work)(hreq *r), void (*fn)(hreq *r));
 
 /* Wake the feed at this monotonic time in ms (0: no timer). */
 void hfeed_timer(hfeed *f, int64_t due_ms);

@@ -96,6 +96,20 @@ struct http_server {
   hconn *conns;           /* every client connection, oldest `since` first */
   hconn *conns_tail;      /* the newest */
   int nconns;             /* how many */
+  /* hres_offload's workers, started as jobs come (at most OFF_THREADS) */
+  pthread_mutex_t omu;
+  pthread_cond_t ocv;
+  struct off_job *oq, *oq_tail; /* jobs waiting */
+  pthread_t oth[64];
+  int on, oidle, ostop;
+};
+
+#define OFF_THREADS 16 /* blocking work (design-document functions) at once, off the pool */
+
+struct off_job {
+  struct off_job *next;
+  hreq *r;
+  void (*work)(hreq *r);
 };
 
 
@@ -709,6 +723,58 @@ void hdefer_done(hreq *r) {
   pthread_mutex_unlock(&s->mu);
 }
 
+/* ---- hres_offload: blocking work off the pool threads ------------------------------- */
+
+static void *off_main(void *arg) {
+  hsrv *s = arg;
+  pthread_mutex_lock(&s->omu);
+  for (;;) {
+    struct off_job *j = s->oq;
+    if (!j) {
+      if (s->ostop) break;
+      s->oidle++;
+      pthread_cond_wait(&s->ocv, &s->omu);
+      s->oidle--;
+      continue;
+    }
+    s->oq = j->next;
+    if (!s->oq) s->oq_tail = NULL;
+    pthread_mutex_unlock(&s->omu);
+    j->work(j->r);
+    hdefer_done(j->r);
+    pthread_mutex_lock(&s->omu);
+  }
+  pthread_mutex_unlock(&s->omu);
+  return NULL;
+}
+
+void hres_offload(hreq *r, void (*work)(hreq *r), void (*then)(hreq *r)) {
+  hsrv *s = r->srv;
+  struct off_job *j = arena_alloc(&r->a, sizeof *j);
+  hres_defer_then(r, then);
+  pthread_mutex_lock(&s->omu);
+  if (!j || s->ostop) { /* no memory, or stopping: do it here */
+    pthread_mutex_unlock(&s->omu);
+    work(r);
+    hdefer_done(r);
+    return;
+  }
+  *j = (struct off_job){.r = r, .work = work};
+  if (s->oq_tail) s->oq_tail->next = j;
+  else s->oq = j;
+  s->oq_tail = j;
+  if (!s->oidle && s->on < OFF_THREADS && !pthread_create(&s->oth[s->on], NULL, off_main, s)) s->on++;
+  if (!s->on) { /* no thread could start: do it here */
+    s->oq = s->oq_tail = NULL;
+    pthread_mutex_unlock(&s->omu);
+    work(r);
+    hdefer_done(r);
+    return;
+  }
+  pthread_cond_signal(&s->ocv);
+  pthread_mutex_unlock(&s->omu);
+}
+
 void hreq_sink(hreq *r, const hsink_ops *ops, void *arg) {
   struct hctx *x = (struct hctx *)r;
   x->sink = ops;
@@ -1025,6 +1091,8 @@ int http_start(const http_app *app, const http_opts *o, http_server **out) {
   if (!s) return DV_ENOMEM;
   s->app = *app;
   s->o = *o;
+  pthread_mutex_init(&s->omu, NULL);
+  pthread_cond_init(&s->ocv, NULL);
   if (!s->o.threads) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     s->o.threads = (int)(cores > 0 ? cores : 1) * HTTP_THREADS_PER_CORE;
@@ -1126,7 +1194,15 @@ void http_stop(http_server *s) {
     if (!any) break;
     usleep(10000);
   }
+  /* offloaded work finishes (each job is bounded: a function's timeout) */
+  pthread_mutex_lock(&s->omu);
+  s->ostop = 1;
+  pthread_cond_broadcast(&s->ocv);
+  pthread_mutex_unlock(&s->omu);
+  for (int i = 0; i < s->on; i++) pthread_join(s->oth[i], NULL);
   MHD_stop_daemon(s->d);
+  pthread_mutex_destroy(&s->omu);
+  pthread_cond_destroy(&s->ocv);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->cmu);
   pthread_cond_destroy(&s->cv);
