@@ -135,9 +135,30 @@ static void api_committed(void *arg, int rc) {
   hdefer_done(r); /* the handler's then() runs on a pool thread */
 }
 
+/* A write whose validators may run JavaScript (up to os_process_timeout):
+ * the whole store_update runs on an offload thread, not on the pool thread
+ * whose other connections would wait for it. */
+typedef struct off_write {
+  store_edit *edits;
+  size_t n;
+  int new_edits;
+} off_write;
+
+static void off_update(hreq *r) {
+  off_write *o = r->app->write->off;
+  r->app->write->rc = store_update(r->app->db, &r->app->write->wc, o->edits, o->n, o->new_edits);
+}
+
 void api_update(hreq *r, api_write *w, store_edit *edits, size_t n, int new_edits, void (*then)(hreq *r)) {
   api_wctx(r, &w->wc, &w->su);
   r->app->write = w;
+  off_write *o = store_db_validates(r->app->db) > 0 ? arena_alloc(&r->a, sizeof *o) : NULL;
+  if (o) {
+    *o = (off_write){edits, n, new_edits};
+    w->off = o;
+    hres_offload(r, off_update, then);
+    return;
+  }
   hres_defer_then(r, then);
   store_update_async(r->app->db, &w->wc, edits, n, new_edits, api_committed, r);
 }

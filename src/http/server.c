@@ -104,7 +104,7 @@ struct http_server {
   int on, oidle, ostop;
 };
 
-#define OFF_THREADS 16 /* blocking work (design-document functions) at once, off the pool */
+#define OFF_THREADS 64 /* blocking work (design-document functions, validated writes) at once, off the pool */
 
 struct off_job {
   struct off_job *next;

@@ -124,6 +124,15 @@ int st_hooks_get(store_db *db, st_hooks **out) {
 
 int st_hooks_validating(const st_hooks *h, const store_wctx *w) { return h && w && h->h.n_validate; }
 
+int store_db_validates(store_db *db) {
+  st_hooks *h;
+  int rc = st_hooks_get(db, &h);
+  if (rc) return rc;
+  int n = h ? (int)h->h.n_validate : 0;
+  st_hooks_put(h);
+  return n;
+}
+
 /* ---- validate -------------------------------------------------------------------- */
 
 struct store_old {
