@@ -181,7 +181,7 @@ struct api_write {
   int rc;                 /* the store's answer (then each edit's rc) */
   store_wctx wc;          /* who writes, as long as the store may ask */
   store_user su;
-  void *off;              /* a write run off the pool (its database validates: authn.c) */
+  void *off;              /* a write run off the pool (its database has JavaScript validators: authn.c) */
 };
 /* Write edits[0..n) as the requester without holding a thread while they
  * commit: then(r) runs on a pool thread once they are durable (or failed:

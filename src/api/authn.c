@@ -152,7 +152,7 @@ static void off_update(hreq *r) {
 void api_update(hreq *r, api_write *w, store_edit *edits, size_t n, int new_edits, void (*then)(hreq *r)) {
   api_wctx(r, &w->wc, &w->su);
   r->app->write = w;
-  off_write *o = store_db_validates(r->app->db) > 0 ? arena_alloc(&r->a, sizeof *o) : NULL;
+  off_write *o = store_db_slow_validators(r->app->db) > 0 ? arena_alloc(&r->a, sizeof *o) : NULL;
   if (o) {
     *o = (off_write){edits, n, new_edits};
     w->off = o;

@@ -264,6 +264,7 @@ static int handle(js_ctx *c, JS::HandleObject global, const std::string &line, s
 
 static void *ctx_main(void *arg) {
   js_ctx *c = static_cast<js_ctx *>(arg);
+  JSContext *cx = nullptr;
   {
     JS::PersistentRootedObject global;
     int rc = start(c, &global);
@@ -295,14 +296,17 @@ static void *ctx_main(void *arg) {
       pthread_cond_broadcast(&c->cv);
       pthread_mutex_unlock(&c->mu);
     }
-    // Wait for js_free before tearing down (a dead context answers no more).
+    // Wait for js_free before tearing down (a dead context answers no more);
+    // c->cx is cleared under the mutex first, so js_free never interrupts a
+    // context being destroyed.
     pthread_mutex_lock(&c->mu);
     while (!c->stop) pthread_cond_wait(&c->cv, &c->mu);
+    cx = c->cx;
+    c->cx = nullptr;
     pthread_mutex_unlock(&c->mu);
     global.reset();
   }
-  if (c->cx) JS_DestroyContext(c->cx);
-  c->cx = nullptr;
+  if (cx) JS_DestroyContext(cx);
   return nullptr;
 }
 
@@ -351,9 +355,8 @@ extern "C" void js_free(js_ctx *c) {
   pthread_mutex_lock(&c->mu);
   c->stop = 1;
   pthread_cond_broadcast(&c->cv);
-  JSContext *cx = c->cx;
+  if (c->cx) JS_RequestInterruptCallback(c->cx); /* under the mutex: the thread clears cx under it before destroying it */
   pthread_mutex_unlock(&c->mu);
-  if (cx) JS_RequestInterruptCallback(cx);
   pthread_join(c->th, nullptr);
   pthread_mutex_destroy(&c->mu);
   pthread_cond_destroy(&c->cv);

@@ -212,6 +212,7 @@ int jsddoc_hooks_load(store *s, const char *name, size_t len, store_hooks *out) 
   }
   out->validate[out->n_validate].fn = jd_validate;
   out->validate[out->n_validate].ctx = h;
+  out->validate[out->n_validate].slow = h->n > 0; /* design-document checks alone never wait */
   out->n_validate++;
   return 0;
 }

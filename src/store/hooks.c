@@ -124,11 +124,12 @@ int st_hooks_get(store_db *db, st_hooks **out) {
 
 int st_hooks_validating(const st_hooks *h, const store_wctx *w) { return h && w && h->h.n_validate; }
 
-int store_db_validates(store_db *db) {
+int store_db_slow_validators(store_db *db) {
   st_hooks *h;
   int rc = st_hooks_get(db, &h);
   if (rc) return rc;
-  int n = h ? (int)h->h.n_validate : 0;
+  int n = 0;
+  for (size_t i = 0; h && i < h->h.n_validate; i++) n += h->h.validate[i].slow != 0;
   st_hooks_put(h);
   return n;
 }

@@ -118,6 +118,7 @@ typedef struct store_hooks {
   struct {
     store_validate_fn fn;    /* called in order; the first refusal wins */
     void *ctx;
+    int slow;                /* it may wait (JavaScript, up to its timeout): store_db_slow_validators */
   } validate[STORE_MAX_VALIDATORS];
   size_t n_validate;
   store_index_update_fn index_update; /* NULL: none */

@@ -339,10 +339,11 @@ typedef void (*store_done_fn)(void *arg, int rc);
  * one call gets DV_ECONFLICT. Returns 0 when every edit got its own rc, or
  * a request-wide error (DV_ENO_DB, kv errors). */
 int store_update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits) DV_MUST_CHECK;
-/* How many validators a write to db runs now (its hook table, loaded if
- * it is not), or a negative error: a caller may move a write that runs
- * them (JavaScript, up to its timeout) off a thread that must not wait. */
-int store_db_validates(store_db *db);
+/* How many of the validators a write to db runs now may wait (JavaScript,
+ * up to its timeout: store_hooks' slow), loading its hook table if need
+ * be; or a negative error. A caller moves such writes off a thread that
+ * must not wait. */
+int store_db_slow_validators(store_db *db);
 
 /* store_update without waiting: the same edits give the same results in
  * edits[] (rc, why, rev) and done(arg, rc) gets store_update's return
