@@ -19,6 +19,10 @@
  * bytes), and a call that hits it fails with JS_DEAD too. The native stack
  * is capped below the thread's, so deep recursion is an exception, not a
  * crash. A dead context is freed by the caller and a new one made.
+ *
+ * js_post runs a C function on the context's thread instead (qs_run): its
+ * prompts then skip the two hand-offs between threads, which on a write
+ * path cost more than the JavaScript itself (vdubench).
  */
 #ifndef DV_INDEX_JS_H
 #define DV_INDEX_JS_H
@@ -53,6 +57,14 @@ enum {
  * to out. Returns JS_OK or a JS_DEAD_* (nothing appended). Log lines the
  * functions write with log() go to stderr as they come. */
 int js_prompt(js_ctx *c, const char *line, size_t len, unsigned timeout_ms, dv_buf *out);
+
+/* Run fn(arg) on c's thread, after what it is doing (returns at once; the
+ * caller must hold c, as for js_prompt, until fn is done). A js_prompt
+ * that fn makes on that thread runs there and then: no hand-off between
+ * threads, its timeout watched by the engine's watchdog thread. fn may
+ * js_free(c) (when a prompt killed it): the thread then tears the context
+ * down once fn returns. */
+void js_post(js_ctx *c, void (*fn)(void *), void *arg);
 
 /* Bytes the context's GC heap holds now (for tests and stats). */
 size_t js_heap_bytes(js_ctx *c);

@@ -10,6 +10,15 @@
 // whose deadline passes asks for an interrupt (JS_RequestInterruptCallback
 // is thread-safe); the interrupt callback then stops the script, and the
 // context answers JS_DEAD_TIMEOUT.
+//
+// js_post hands the thread a task instead of a line: fn(arg) runs on it,
+// and a js_prompt that fn makes on that thread runs the line there and then
+// (inline, no hand-off). Nobody waits for an inline prompt, so its deadline
+// is watched by the watchdog thread: it scans the contexts with a deadline
+// set every WATCH_MS and interrupts those past it. It sleeps for good when
+// no inline prompt ran since its last scan, and the next one wakes it.
+// A context freed from its own thread (by fn, when a prompt killed it) is
+// torn down by that thread once fn returns.
 // SpiderMonkey's Rooted<T> links itself into a list on the context: GCC 12
 // takes that for a dangling pointer (it is unlinked in the destructor).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -36,10 +45,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include <atomic>
 #include <string>
 
 extern "C" {
@@ -59,13 +70,20 @@ __asm__(".section .rodata\n"
         ".previous\n");
 extern "C" const char dv_js_prelude[];
 
-enum { STACK_BYTES = 16 << 20, STACK_QUOTA = 12 << 20 };
+enum { STACK_BYTES = 16 << 20, STACK_QUOTA = 12 << 20, WATCH_MS = 50 };
 
 struct js_ctx {
   pthread_t th;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   JSContext *cx;          // set by the thread before ready
+  JS::PersistentRootedObject *global; // the thread's, for inline prompts
+  void (*task)(void *);   // js_post: runs next on the thread
+  void *task_arg;
+  int self_free;          // js_free came from the thread itself: it deletes c
+  int dead;               // an inline prompt killed it: later ones fail at once
+  std::atomic<int64_t> deadline; // an inline prompt's, monotonic ms (0: none)
+  js_ctx *wnext, **wprev; // the watchdog's list
   size_t mem_limit;
   int ready, start_rc;    // the thread finished starting (start_rc: 0 or an error)
   char err[256];
@@ -92,6 +110,101 @@ static bool on_interrupt(JSContext *cx) {
   return go_on;  // false: an uncatchable stop
 }
 
+static int64_t mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+// contexts whose thread has not finished (js_shutdown waits for them)
+static std::atomic<int> live_contexts{0};
+
+// ---- the watchdog of inline prompts ----
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  js_ctx *list;           // every context alive
+  std::atomic<int> started;
+  std::atomic<int> sleeping;   // set (under mu) before re-reading calls, then waits
+  std::atomic<uint64_t> calls; // inline prompts so far
+} W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, nullptr, 0, {0}, {0}};
+
+static void *watch_main(void *) {
+  pthread_mutex_lock(&W.mu);
+  uint64_t seen = W.calls.load();
+  for (;;) {
+    int64_t now = mono_ms();
+    int waiting = 0;
+    for (js_ctx *c = W.list; c; c = c->wnext) {
+      int64_t d = c->deadline.load();
+      if (!d) continue;
+      waiting = 1;
+      if (now < d) continue;
+      pthread_mutex_lock(&c->mu);
+      if (c->deadline.load() == d && c->cx && !c->timed_out) {
+        c->timed_out = 1;
+        JS_RequestInterruptCallback(c->cx);
+      }
+      pthread_mutex_unlock(&c->mu);
+    }
+    uint64_t calls = W.calls.load();
+    if (!waiting && calls == seen) { // idle: sleep until an inline prompt wakes us
+      // sleeping is set before calls is read again, and watch_arm adds to
+      // calls before it reads sleeping (both sequentially consistent): one
+      // of the two sees the other, so no prompt is left unwatched.
+      W.sleeping.store(1);
+      if (W.calls.load() == seen) pthread_cond_wait(&W.cv, &W.mu);
+      W.sleeping.store(0);
+    } else {
+      seen = calls;
+      pthread_mutex_unlock(&W.mu);
+      struct timespec ts = {0, WATCH_MS * 1000000L};
+      nanosleep(&ts, nullptr);
+      pthread_mutex_lock(&W.mu);
+    }
+  }
+  return nullptr;
+}
+
+static void watch_add(js_ctx *c) {
+  pthread_mutex_lock(&W.mu);
+  c->wnext = W.list;
+  c->wprev = &W.list;
+  if (W.list) W.list->wprev = &c->wnext;
+  W.list = c;
+  pthread_mutex_unlock(&W.mu);
+}
+
+static void watch_remove(js_ctx *c) {
+  pthread_mutex_lock(&W.mu);
+  *c->wprev = c->wnext;
+  if (c->wnext) c->wnext->wprev = c->wprev;
+  pthread_mutex_unlock(&W.mu);
+}
+
+// An inline prompt starts: the watchdog must be awake. 0, or -1 when it cannot start.
+static int watch_arm(js_ctx *c, unsigned timeout_ms) {
+  c->deadline.store(mono_ms() + (int64_t)timeout_ms);
+  W.calls.fetch_add(1);
+  if (!W.sleeping.load() && W.started) return 0; // awake (started is set once, before any of this)
+  pthread_mutex_lock(&W.mu);
+  int rc = 0;
+  if (!W.started) {
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &at, watch_main, nullptr) ? -1 : 0;
+    pthread_attr_destroy(&at);
+    W.started = !rc;
+  } else if (W.sleeping.load()) {
+    pthread_cond_signal(&W.cv);
+  }
+  pthread_mutex_unlock(&W.mu);
+  return rc;
+}
+
 // A string argument as UTF-8 (empty when not a string).
 static std::string arg_utf8(JSContext *cx, const JS::CallArgs &args, unsigned i) {
   if (args.length() <= i) return std::string();
@@ -113,6 +226,10 @@ static bool native_log(JSContext *cx, unsigned argc, JS::Value *vp) {
 // Post `line` as this context's output and wait for the caller's next line.
 // Returns the new line, or false (uncatchable) when the context stops.
 static bool exchange(JSContext *cx, js_ctx *c, const std::string &line, std::string *next) {
+  if (c->deadline.load()) { // an inline prompt has no caller to answer it
+    JS_ReportErrorASCII(cx, "getRow and send need a caller on another thread");
+    return false;
+  }
   pthread_mutex_lock(&c->mu);
   c->out = line;
   c->out_rc = JS_OK;
@@ -269,6 +386,7 @@ static void *ctx_main(void *arg) {
     JS::PersistentRootedObject global;
     int rc = start(c, &global);
     pthread_mutex_lock(&c->mu);
+    c->global = &global;
     c->start_rc = rc;
     c->ready = 1;
     pthread_cond_broadcast(&c->cv);
@@ -277,10 +395,21 @@ static void *ctx_main(void *arg) {
     while (!dead) {
       std::string line, out;
       pthread_mutex_lock(&c->mu);
-      while (!c->has_in && !c->stop) pthread_cond_wait(&c->cv, &c->mu);
+      while (!c->has_in && !c->task && !c->stop) pthread_cond_wait(&c->cv, &c->mu);
       if (c->stop) {
         pthread_mutex_unlock(&c->mu);
         break;
+      }
+      if (c->task) { // js_post: fn runs here; its prompts run inline
+        void (*fn)(void *) = c->task;
+        void *fa = c->task_arg;
+        c->task = nullptr;
+        pthread_mutex_unlock(&c->mu);
+        fn(fa);
+        pthread_mutex_lock(&c->mu);
+        dead = c->stop; // fn freed the context (js_free from here)
+        pthread_mutex_unlock(&c->mu);
+        continue;
       }
       line.swap(c->in);
       c->has_in = 0;
@@ -303,16 +432,30 @@ static void *ctx_main(void *arg) {
     while (!c->stop) pthread_cond_wait(&c->cv, &c->mu);
     cx = c->cx;
     c->cx = nullptr;
+    c->global = nullptr;
     pthread_mutex_unlock(&c->mu);
     global.reset();
   }
   if (cx) JS_DestroyContext(cx);
+  if (c->self_free) { // js_free came from this thread: nobody joins it
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    delete c;
+    live_contexts.fetch_sub(1);
+  }
   return nullptr;
 }
 
 extern "C" int js_init(void) { return JS_Init() ? 0 : DV_EQS_PROCESS; }
 
-extern "C" void js_shutdown(void) { JS_ShutDown(); }
+extern "C" void js_shutdown(void) {
+  // a context freed from its own thread may still be tearing down
+  for (int i = 0; i < 1000 && live_contexts.load(); i++) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, nullptr);
+  }
+  if (!live_contexts.load()) JS_ShutDown();
+}
 
 extern "C" int js_new(size_t mem_limit, js_ctx **out, char *err, size_t errlen) {
   *out = nullptr;
@@ -328,9 +471,11 @@ extern "C" int js_new(size_t mem_limit, js_ctx **out, char *err, size_t errlen) 
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setstacksize(&at, STACK_BYTES);
+  live_contexts.fetch_add(1);
   int e = pthread_create(&c->th, &at, ctx_main, c);
   pthread_attr_destroy(&at);
   if (e) {
+    live_contexts.fetch_sub(1);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     delete c;
@@ -346,24 +491,69 @@ extern "C" int js_new(size_t mem_limit, js_ctx **out, char *err, size_t errlen) 
     js_free(c);
     return rc;
   }
+  watch_add(c);
   *out = c;
   return 0;
 }
 
 extern "C" void js_free(js_ctx *c) {
   if (!c) return;
+  if (c->ready && !c->start_rc) watch_remove(c);
   pthread_mutex_lock(&c->mu);
   c->stop = 1;
   pthread_cond_broadcast(&c->cv);
+  if (pthread_equal(pthread_self(), c->th)) { // from a task on its own thread: it tears down when the task returns
+    c->self_free = 1;
+    pthread_mutex_unlock(&c->mu);
+    pthread_detach(c->th);
+    return;
+  }
   if (c->cx) JS_RequestInterruptCallback(c->cx); /* under the mutex: the thread clears cx under it before destroying it */
   pthread_mutex_unlock(&c->mu);
   pthread_join(c->th, nullptr);
   pthread_mutex_destroy(&c->mu);
   pthread_cond_destroy(&c->cv);
   delete c;
+  live_contexts.fetch_sub(1);
+}
+
+extern "C" void js_post(js_ctx *c, void (*fn)(void *), void *arg) {
+  pthread_mutex_lock(&c->mu);
+  c->task = fn;
+  c->task_arg = arg;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+// js_prompt from the context's own thread (a task's): the line runs here.
+static int inline_prompt(js_ctx *c, const char *line, size_t len, unsigned timeout_ms, dv_buf *out) {
+  pthread_mutex_lock(&c->mu);
+  int was_dead = c->dead;
+  pthread_mutex_unlock(&c->mu);
+  if (was_dead) return JS_DEAD_ERROR;
+  if (watch_arm(c, timeout_ms)) {
+    c->deadline.store(0);
+    return JS_DEAD_ERROR; // no watchdog: a loop could not be stopped
+  }
+  std::string in(line, len), res;
+  int rc = handle(c, *c->global, in, &res);
+  c->deadline.store(0);
+  size_t heap = JS_GetGCParameter(c->cx, JSGC_BYTES);
+  pthread_mutex_lock(&c->mu);
+  c->heap = heap;
+  if (c->timed_out) rc = JS_DEAD_TIMEOUT; // an interrupt may still be pending
+  if (rc != JS_OK) c->dead = 1;
+  pthread_mutex_unlock(&c->mu);
+  if (rc == JS_OK) buf_append(out, res.data(), res.size());
+  return rc;
 }
 
 extern "C" int js_prompt(js_ctx *c, const char *line, size_t len, unsigned timeout_ms, dv_buf *out) {
+  if (pthread_equal(pthread_self(), c->th)) return inline_prompt(c, line, len, timeout_ms, out);
+  pthread_mutex_lock(&c->mu);
+  int was_dead = c->dead;
+  pthread_mutex_unlock(&c->mu);
+  if (was_dead) return JS_DEAD_ERROR; // a task's prompt killed it: it answers no more
   struct timespec dl;
   clock_gettime(CLOCK_MONOTONIC, &dl);
   dl.tv_sec += timeout_ms / 1000;

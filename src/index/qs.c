@@ -80,6 +80,7 @@ struct qs_lang {
   size_t limit, alive;
   qs_proc *idle;
   pthread_cond_t cv;       /* a process became idle or may be started */
+  qs_job *jobs, *jobs_tail; /* qs_run's, waiting for a process (embedded only) */
 };
 
 static struct {
@@ -93,6 +94,10 @@ static struct {
 } Q = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int js_inited;
+
+/* The process whose thread runs the current qs_run job: this thread's
+ * calls of its language use it directly. */
+static __thread qs_proc *tl_proc;
 
 /* ---- the embedded engine ---------------------------------------------------------------- */
 
@@ -397,33 +402,10 @@ static int fail(qs_err *e, int rc, const char *error, const char *reason) {
   return rc;
 }
 
-int qs_acquire(const char *lang, qs_proc **out, qs_err *e) {
+/* Start a process of l, whose slot the caller counted in l->alive (given
+ * back on failure). */
+static int proc_new(qs_lang *l, qs_proc **out, qs_err *e) {
   *out = NULL;
-  pthread_mutex_lock(&Q.mu);
-  qs_lang *l = Q.started ? lang_find(lang) : NULL;
-  if (!l) {
-    pthread_mutex_unlock(&Q.mu);
-    return fail(e, DV_EQS_LANG, "unknown_query_language", lang ? lang : "javascript");
-  }
-  for (;;) {
-    if (!Q.started) {
-      pthread_mutex_unlock(&Q.mu);
-      return fail(e, DV_EQS_PROCESS, "os_process_error", "The query servers are stopping.");
-    }
-    if (l->idle) {
-      qs_proc *p = l->idle;
-      l->idle = p->next_idle;
-      pthread_mutex_unlock(&Q.mu);
-      *out = p;
-      return 0;
-    }
-    if (l->alive < l->limit) break;
-    pthread_cond_wait(&l->cv, &Q.mu);
-  }
-  l->alive++;
-  Q.st.alive++;
-  Q.st.started++;
-  pthread_mutex_unlock(&Q.mu);
   qs_proc *p = dv_calloc(1, sizeof *p);
   char why[256] = "";
   int rc = p ? 0 : DV_ENOMEM;
@@ -447,16 +429,165 @@ int qs_acquire(const char *lang, qs_proc **out, qs_err *e) {
   return 0;
 }
 
+int qs_acquire(const char *lang, qs_proc **out, qs_err *e) {
+  *out = NULL;
+  pthread_mutex_lock(&Q.mu);
+  qs_lang *l = Q.started ? lang_find(lang) : NULL;
+  if (l && tl_proc && tl_proc->lang == l) { /* a qs_run job: its own process */
+    pthread_mutex_unlock(&Q.mu);
+    *out = tl_proc;
+    return 0;
+  }
+  if (!l) {
+    pthread_mutex_unlock(&Q.mu);
+    return fail(e, DV_EQS_LANG, "unknown_query_language", lang ? lang : "javascript");
+  }
+  for (;;) {
+    if (!Q.started) {
+      pthread_mutex_unlock(&Q.mu);
+      return fail(e, DV_EQS_PROCESS, "os_process_error", "The query servers are stopping.");
+    }
+    if (l->idle) {
+      qs_proc *p = l->idle;
+      l->idle = p->next_idle;
+      pthread_mutex_unlock(&Q.mu);
+      *out = p;
+      return 0;
+    }
+    if (l->alive < l->limit) break;
+    pthread_cond_wait(&l->cv, &Q.mu);
+  }
+  l->alive++;
+  Q.st.alive++;
+  Q.st.started++;
+  pthread_mutex_unlock(&Q.mu);
+  return proc_new(l, out, e);
+}
+
+/* ---- qs_run: jobs on a process's thread ------------------------------------------------ */
+
+static void run_jobs(void *arg);
+
+/* Under Q.mu: who runs l's queued jobs, if some wait: an idle process
+ * (*p), or a new one (*start: its slot is counted). */
+static void jobs_runner(qs_lang *l, qs_proc **p, int *start) {
+  *p = NULL;
+  *start = 0;
+  if (!l->jobs) return;
+  if (l->idle) {
+    *p = l->idle;
+    l->idle = (*p)->next_idle;
+  } else if (l->alive < l->limit) {
+    l->alive++;
+    Q.st.alive++;
+    Q.st.started++;
+    *start = 1;
+  }
+}
+
+static qs_job *job_pop(qs_lang *l) {
+  qs_job *j = l->jobs;
+  if (j) {
+    l->jobs = j->next;
+    if (!l->jobs) l->jobs_tail = NULL;
+  }
+  return j;
+}
+
+/* Outside Q.mu: start what jobs_runner asked for, and hand it the jobs.
+ * When no process can start, the jobs waiting run here, on this thread
+ * (their calls then start a process or fail): none is left waiting for
+ * a process that will not come. */
+static void jobs_go(qs_lang *l, qs_proc *p, int start) {
+  if (start && proc_new(l, &p, NULL)) {
+    pthread_mutex_lock(&Q.mu);
+    for (qs_job *j; (j = job_pop(l));) {
+      pthread_mutex_unlock(&Q.mu);
+      j->fn(j->arg);
+      pthread_mutex_lock(&Q.mu);
+    }
+    pthread_mutex_unlock(&Q.mu);
+    return;
+  }
+  if (p) js_post(p->js, run_jobs, p);
+}
+
+/* On p's thread: the queued jobs, until none is left or one killed p. */
+static void run_jobs(void *arg) {
+  qs_proc *p = arg;
+  qs_lang *l = p->lang;
+  tl_proc = p;
+  pthread_mutex_lock(&Q.mu);
+  for (qs_job *j; !p->dead && (j = job_pop(l));) {
+    pthread_mutex_unlock(&Q.mu);
+    j->fn(j->arg); /* j may be gone once it returns */
+    pthread_mutex_lock(&Q.mu);
+  }
+  pthread_mutex_unlock(&Q.mu);
+  tl_proc = NULL;
+  qs_release(p, 0);
+}
+
+int qs_run(const char *lang, qs_job *job) {
+  pthread_mutex_lock(&Q.mu);
+  qs_lang *l = Q.started ? lang_find(lang) : NULL;
+  if (!l || l->cmd) {
+    pthread_mutex_unlock(&Q.mu);
+    return l ? DV_ENOTSUP : DV_EQS_LANG;
+  }
+  job->next = NULL;
+  if (l->jobs_tail) l->jobs_tail->next = job;
+  else l->jobs = job;
+  l->jobs_tail = job;
+  qs_proc *p;
+  int start;
+  jobs_runner(l, &p, &start); /* neither: a busy process takes it when it is released */
+  pthread_mutex_unlock(&Q.mu);
+  if (!start) {
+    if (p) js_post(p->js, run_jobs, p);
+    return 0;
+  }
+  if (!proc_new(l, &p, NULL)) {
+    js_post(p->js, run_jobs, p);
+    return 0;
+  }
+  /* no process: take the job back unless a process took it meanwhile */
+  pthread_mutex_lock(&Q.mu);
+  int found = 0;
+  for (qs_job **pp = &l->jobs, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next)
+    if (*pp == job) {
+      *pp = job->next;
+      if (l->jobs_tail == job) l->jobs_tail = prev;
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&Q.mu);
+  return found ? DV_EQS_PROCESS : 0;
+}
+
 void qs_release(qs_proc *p, int broken) {
   if (!p) return;
+  if (p == tl_proc) { /* a job's own process: run_jobs gives it back */
+    if (broken) p->dead = 1;
+    return;
+  }
   qs_lang *l = p->lang;
   pthread_mutex_lock(&Q.mu);
+  if (!broken && !p->dead && l->jobs) { /* jobs wait: p runs them */
+    pthread_mutex_unlock(&Q.mu);
+    js_post(p->js, run_jobs, p);
+    return;
+  }
   if (broken || p->dead || !Q.started) {
     l->alive--;
     Q.st.alive--;
     pthread_cond_broadcast(&l->cv);
+    qs_proc *q;
+    int start;
+    jobs_runner(l, &q, &start); /* p ran or would have run waiting jobs: another does */
     pthread_mutex_unlock(&Q.mu);
     proc_destroy(p);
+    jobs_go(l, q, start);
     return;
   }
   p->next_idle = l->idle;

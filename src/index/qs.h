@@ -93,6 +93,28 @@ int qs_prompt(qs_proc *p, const char *line, size_t len, dv_buf *out, dv_arena *a
 /* Give the process back; broken=1 (a conversation left half way) destroys it. */
 void qs_release(qs_proc *p, int broken);
 
+/* ---- jobs: C work on a process's thread -------------------------------------- */
+
+/* A call from another thread costs two hand-offs between threads, which
+ * on a write path cost more than the JavaScript (bench/http/vdubench.js).
+ * A job avoids them: qs_run queues it for the next free embedded context,
+ * whose thread runs fn(arg); qs_ddoc_call and qs_acquire of that language
+ * made by fn on that thread use that context directly (qs_release of it is
+ * a no-op), with the same timeout, watched by the engine's watchdog. fn
+ * holds a context, so it should not wait for long (a store commit's
+ * completion, not its fsync). Jobs run in order; one that kills the
+ * context ends the context's turn and the next job goes to another. */
+typedef struct qs_job {
+  void (*fn)(void *arg);
+  void *arg;
+  struct qs_job *next; /* qs's */
+} qs_job;
+/* 0: job will run (or ran already), the caller's memory must live until
+ * fn has returned. DV_ENOTSUP: lang's processes are external (no thread
+ * of ours: run fn elsewhere); DV_EQS_LANG: no such language; DV_EQS_PROCESS:
+ * no context could start. */
+int qs_run(const char *lang, qs_job *job) DV_MUST_CHECK;
+
 /* Counters for tests and /_active_tasks: contexts or processes alive,
  * started since qs_start, and destroyed after a timeout or out of memory. */
 typedef struct qs_stats {

@@ -26,25 +26,31 @@ static void qdone(dv_config *c) {
   config_free(c);
 }
 
-/* One call; the answer as JSON text (static buffer) or "ERR name: reason". */
-static const char *call(const char *id, const char *rev, const char *ddoc, const char *path, const char *args) {
-  static char out[8192];
+/* One call; the answer as JSON text into out or "ERR name: reason". */
+static const char *call_into(char *out, size_t outlen, const char *id, const char *rev, const char *ddoc,
+                             const char *path, const char *args) {
   dv_arena a;
   arena_init(&a, 0);
   qs_ddoc dd = {.id = id, .id_len = strlen(id), .rev = rev, .json = ddoc, .json_len = strlen(ddoc)};
   json_val *v = NULL;
   qs_err e = {0};
   int rc = qs_ddoc_call(&dd, path, strlen(path), args, strlen(args), &a, &v, &e);
-  if (rc) snprintf(out, sizeof out, "ERR %s: %s", e.error ? e.error : "?", e.reason ? e.reason : "?");
+  if (rc) snprintf(out, outlen, "ERR %s: %s", e.error ? e.error : "?", e.reason ? e.reason : "?");
   else {
     dv_buf b;
     buf_init(&b);
     ASSERT_OK(json_write(&b, v));
-    snprintf(out, sizeof out, "%.*s", (int)b.len, (char *)b.p);
+    snprintf(out, outlen, "%.*s", (int)b.len, (char *)b.p);
     buf_free(&b);
   }
   arena_free(&a);
   return out;
+}
+
+/* The same into a static buffer (one thread). */
+static const char *call(const char *id, const char *rev, const char *ddoc, const char *path, const char *args) {
+  static char out[8192];
+  return call_into(out, sizeof out, id, rev, ddoc, path, args);
 }
 
 #define DD_VDU                                                                                         \
@@ -190,6 +196,135 @@ TEST(qs_timeout) {
   ASSERT_STR_EQ(call("_design/v", "1-a", DD_VDU, "[\"validate_doc_update\"]",
                      "[{\"_id\":\"a\"},null,{\"db\":\"d\",\"name\":null,\"roles\":[]},{}]"),
                 "{\"forbidden\":\"no type\"}");
+  qdone(c);
+}
+
+/* ---- qs_run: jobs on a context's thread ---- */
+
+#define DD_LOOP "{\"_id\":\"_design/loop\",\"validate_doc_update\":\"function() { for (;;) {} }\"}"
+
+typedef struct rjob {
+  qs_job job;
+  int n;
+  int loop;            /* first call the looping validator */
+  pthread_t th;        /* the thread it ran on */
+  char out[2][256];    /* its calls' answers */
+  double took;         /* its first call's time */
+} rjob;
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+} RJ = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void rjob_fn(void *arg) {
+  rjob *j = arg;
+  j->th = pthread_self();
+  char args[160];
+  snprintf(args, sizeof args, "[{\"_id\":\"d%d\"%s},null,{\"db\":\"d\",\"name\":null,\"roles\":[]},{}]", j->n,
+           j->n % 3 ? ",\"type\":\"t\"" : "");
+  double t0 = now_s();
+  if (j->loop) call_into(j->out[0], sizeof j->out[0], "_design/loop", "1-a", DD_LOOP, "[\"validate_doc_update\"]", args);
+  else call_into(j->out[0], sizeof j->out[0], "_design/v", "1-a", DD_VDU, "[\"validate_doc_update\"]", args);
+  j->took = now_s() - t0;
+  /* a second call of the same job, on the same context */
+  call_into(j->out[1], sizeof j->out[1], "_design/v", "1-a", DD_VDU, "[\"validate_doc_update\"]", args);
+  pthread_mutex_lock(&RJ.mu);
+  RJ.done++;
+  pthread_cond_broadcast(&RJ.cv);
+  pthread_mutex_unlock(&RJ.mu);
+}
+
+/* Wait until n jobs are done (at most secs): 0, or -1 on the deadline. */
+static int rjob_wait(int n, double secs) {
+  double end = now_s() + secs;
+  pthread_mutex_lock(&RJ.mu);
+  while (RJ.done < n && now_s() < end) {
+    pthread_mutex_unlock(&RJ.mu);
+    usleep(2000);
+    pthread_mutex_lock(&RJ.mu);
+  }
+  int ok = RJ.done >= n;
+  pthread_mutex_unlock(&RJ.mu);
+  return ok ? 0 : -1;
+}
+
+typedef struct rsub {
+  rjob *jobs;
+  int from, to;
+} rsub;
+
+static void *rjob_submit(void *arg) {
+  rsub *s = arg;
+  for (int i = s->from; i < s->to; i++) ASSERT_OK(qs_run(NULL, &s->jobs[i].job));
+  return NULL;
+}
+
+/* Jobs from three threads run on the one context's thread, and the calls
+ * they make use that context directly: with js_contexts = 1, a call that
+ * waited for a free context would wait forever. */
+TEST(qs_run_jobs) {
+  dv_config *c = qcfg("[divan]\njs_contexts = 1\n[query_servers]\nnodeqs = node -e 0\n");
+  enum { N = 60 };
+  static rjob jobs[N];
+  memset(jobs, 0, sizeof jobs);
+  RJ.done = 0;
+  for (int i = 0; i < N; i++) jobs[i] = (rjob){.job = {.fn = rjob_fn, .arg = &jobs[i]}, .n = i};
+  pthread_t th[3];
+  rsub subs[3];
+  for (int t = 0; t < 3; t++) {
+    subs[t] = (rsub){jobs, t * N / 3, (t + 1) * N / 3};
+    ASSERT_EQ(pthread_create(&th[t], NULL, rjob_submit, &subs[t]), 0);
+  }
+  for (int t = 0; t < 3; t++) pthread_join(th[t], NULL);
+  ASSERTF(rjob_wait(N, 20) == 0, "%d of %d jobs ran", RJ.done, N);
+  for (int i = 0; i < N; i++) {
+    const char *want = i % 3 ? "1" : "{\"forbidden\":\"no type\"}";
+    ASSERT_STR_EQ(jobs[i].out[0], want);
+    ASSERT_STR_EQ(jobs[i].out[1], want);
+    ASSERT(pthread_equal(jobs[i].th, jobs[0].th));
+    for (int t = 0; t < 3; t++) ASSERT(!pthread_equal(jobs[i].th, th[t]));
+  }
+  qs_stats st;
+  qs_stats_get(&st);
+  ASSERT_EQ(st.started, 1);
+  /* a job's calls and an outside caller's share the one context in turn */
+  ASSERT_STR_EQ(call("_design/v", "1-a", DD_VDU, "[\"validate_doc_update\"]",
+                     "[{\"_id\":\"a\",\"type\":\"t\"},null,{\"db\":\"d\",\"name\":null,\"roles\":[]},{}]"),
+                "1");
+  /* an external language's processes have no thread of ours; no language, no job */
+  qs_job j = {.fn = rjob_fn, .arg = &jobs[0]};
+  ASSERT_EQ(qs_run("nodeqs", &j), DV_ENOTSUP);
+  ASSERT_EQ(qs_run("cobol", &j), DV_EQS_LANG);
+  qdone(c);
+}
+
+/* A job whose function loops is stopped at the timeout by the watchdog (no
+ * caller waits on another thread to do it); its context is replaced, its
+ * next call fails at once, and the jobs queued behind it run on the new
+ * context. */
+TEST(qs_run_timeout) {
+  dv_config *c = qcfg("[divan]\njs_contexts = 1\n[couchdb]\nos_process_timeout = 300\n");
+  enum { N = 6 };
+  static rjob jobs[N];
+  memset(jobs, 0, sizeof jobs);
+  RJ.done = 0;
+  for (int i = 0; i < N; i++) jobs[i] = (rjob){.job = {.fn = rjob_fn, .arg = &jobs[i]}, .n = i + 1, .loop = i == 0};
+  for (int i = 0; i < N; i++) ASSERT_OK(qs_run(NULL, &jobs[i].job));
+  ASSERTF(rjob_wait(N, 20) == 0, "%d of %d jobs ran", RJ.done, N);
+  ASSERT_STR_EQ(jobs[0].out[0], "ERR os_process_error: OS process timed out.");
+  ASSERTF(jobs[0].took > 0.25 && jobs[0].took < 2, "took %.3f s", jobs[0].took);
+  ASSERT(!strncmp(jobs[0].out[1], "ERR os_process_error", 20));
+  for (int i = 1; i < N; i++) {
+    ASSERT_STR_EQ(jobs[i].out[0], (i + 1) % 3 ? "1" : "{\"forbidden\":\"no type\"}");
+    ASSERT(!pthread_equal(jobs[i].th, jobs[0].th));
+  }
+  qs_stats st;
+  qs_stats_get(&st);
+  ASSERT_EQ(st.timeouts, 1);
+  ASSERT_EQ(st.started, 2);
+  ASSERT_EQ(st.alive, 1);
   qdone(c);
 }
 

@@ -13,6 +13,8 @@
   X(qs_environment, 30) \
   X(qs_no_host_access, 30) \
   X(qs_timeout, 60) \
+  X(qs_run_jobs, 60) \
+  X(qs_run_timeout, 60) \
   X(qs_memory_cap, 60) \
   X(qs_views_protocol, 30) \
   X(qs_external, 60) \

@@ -3,7 +3,8 @@
 // [query_server_config] js_memory_limit: a show that loops forever and one
 // that allocates without bound are each stopped with CouchDB's
 // os_process_error while concurrent requests (plain reads and other
-// functions) keep answering, and the server lives on; a design document
+// functions) keep answering, and the server lives on; so is a
+// validate_doc_update that loops, while other writes go on; a design document
 // whose language has no query server answers unknown_query_language; an
 // external query server from [query_servers] runs a validator.
 'use strict';
@@ -96,6 +97,40 @@ test('several hostile calls at once, then everything works again', async () => {
   eq(r.status, 200);
   eq(r.text, 'fine d1');
   eq((await req('GET', U + '/_up')).status, 200);
+});
+
+test('a validator that loops forever: the write is stopped at os_process_timeout; neighbours are not held up', async () => {
+  eq((await req('PUT', U + '/jsv')).status, 201);
+  eq((await req('PUT', U + '/plain')).status, 201);
+  const dd = await req('PUT', U + '/jsv/_design/v', {
+    validate_doc_update: fn(function (doc) { if (doc.spin) for (;;) {} if (!doc.ok) throw ({ forbidden: 'not ok' }); }),
+  });
+  eq(dd.status, 201, dd.text);
+  eq((await req('PUT', U + '/jsv/warm', { ok: 1 })).status, 201); // a context has the validator
+  const t0 = Date.now();
+  let hostileDone = false;
+  const hostile = req('PUT', U + '/jsv/spinner', { spin: true }).then((r) => { hostileDone = true; return r; });
+  // meanwhile: reads, writes to a database without validators, and
+  // validated writes to the same database (the other contexts run them)
+  for (let i = 0; i < 10; i++) {
+    const [a, b, c, d] = await Promise.all([req('GET', D + '/d1'), req('PUT', U + '/plain/p' + i, { i }),
+      req('PUT', U + '/jsv/ok' + i, { ok: 1 }), req('PUT', U + '/jsv/no' + i, { ok: 0 })]);
+    eq(a.status, 200);
+    eq(b.status, 201, b.text);
+    eq(c.status, 201, c.text);
+    eq(d.status, 403, d.text);
+    eq(d.json.reason, 'not ok');
+  }
+  ok(!hostileDone, 'every neighbour answered while the validator looped');
+  const r = await hostile;
+  eq(r.status, 500, r.text);
+  eq(r.json.error, 'os_process_error');
+  eq(r.json.reason, 'OS process timed out.');
+  ok(Date.now() - t0 >= 2900, `stopped after ${Date.now() - t0} ms, before the 3000 ms timeout`);
+  eq((await req('GET', U + '/jsv/spinner')).status, 404); // nothing of it was stored
+  // the database takes validated writes again
+  eq((await req('PUT', U + '/jsv/after', { ok: 1 })).status, 201);
+  eq((await req('PUT', U + '/jsv/after2', { ok: 0 })).status, 403);
 });
 
 test('a language without a query server answers unknown_query_language', async () => {
