@@ -15,7 +15,7 @@
  * on both backends. Divan's own codes live from -3000 down (general,
  * codecs) and from -4000 down (CouchDB semantics: -40xx the store's,
  * -41xx requests, -42xx Mango selectors, -43xx the replicator, -44xx
- * query servers), away from FDB's ranges. Codes and names are unique (test/util's err_table).
+ * query servers, -45xx views), away from FDB's ranges. Codes and names are unique (test/util's err_table).
  *
  * This file is not a logging facility and holds no state.
  */
@@ -164,7 +164,9 @@
   X(QS_COMPILE,    -4402, 500, "compilation_error", "The function could not be compiled.", 0) \
   X(QS_PROCESS,    -4403, 500, "os_process_error", "OS process timed out.", 0) \
   X(QS_RENDER,     -4404, 500, "render_error", "The function did not render a response.", 0) \
-  X(QS_LANG,       -4405, 500, "unknown_query_language", "No query server for this language.", 0)
+  X(QS_LANG,       -4405, 500, "unknown_query_language", "No query server for this language.", 0) \
+  /* views (index/view.h, vreduce.h, vtree.h) */                             \
+  X(VIEW_BUILTIN,  -4501, 500, "builtin_reduce_error", "A built-in reduce could not reduce the values.", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),
