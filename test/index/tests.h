@@ -47,4 +47,11 @@
   X(mquery_paging, 60) \
   X(mquery_fields_covering, 60) \
   X(mquery_random, 300) \
-  X(mquery_random_fdb, 300)
+  X(mquery_random_fdb, 300) \
+  X(vtree_shape, 60) \
+  X(vtree_model_rocks, 180) \
+  X(vtree_model_fdb, 180) \
+  X(vtree_history_independent, 120) \
+  X(vtree_log_reads, 120) \
+  X(vtree_limits, 60) \
+  X(vtree_errors, 120)
