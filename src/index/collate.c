@@ -212,10 +212,10 @@ static void key_exp(dv_buf *out, int64_t e, int neg) {
   buf_append(out, b, n);
 }
 
-static void key_num(dv_buf *out, const json_val *v) {
+static void key_num(dv_buf *out, const json_val *v, uint8_t type) {
   dec d;
   dec_parse(v->u.s, v->len, &d);
-  buf_putc(out, K_NUM);
+  buf_putc(out, type);
   if (d.zero) {
     buf_putc(out, N_ZERO);
     return;
@@ -275,7 +275,7 @@ static int key_val(dv_buf *out, const json_val *v) {
   switch (v->type) {
   case JSON_NULL: buf_putc(out, K_NULL); break;
   case JSON_BOOL: buf_putc(out, v->b ? K_TRUE : K_FALSE); break;
-  case JSON_NUMBER: key_num(out, v); break;
+  case JSON_NUMBER: key_num(out, v, K_NUM); break;
   case JSON_STRING: rc = key_str(out, v->u.s, v->len); break;
   case JSON_ARRAY:
     buf_putc(out, K_ARR);
@@ -297,5 +297,58 @@ static int key_val(dv_buf *out, const json_val *v) {
 
 int collate_key(dv_buf *out, const json_val *v) {
   int rc = key_val(out, v);
+  return rc ? rc : buf_error(out);
+}
+
+/* Raw keys: Erlang's term order. Numbers (the same body as above) < false
+ * < null < true < objects < arrays < strings; a string is its bytes with
+ * 0x00 escaped as 0x00 0xff, ending in 0x00, so bytes order and a prefix
+ * sorts first; arrays and objects as above. */
+enum {
+  R_NUM = 0x10,
+  R_FALSE = 0x21,
+  R_NULL = 0x22,
+  R_TRUE = 0x23,
+  R_OBJ = 0x30,
+  R_ARR = 0x40,
+  R_STR = 0x50,
+};
+
+static void raw_str(dv_buf *out, const char *s, size_t n) {
+  buf_putc(out, R_STR);
+  for (size_t i = 0; i < n; i++) {
+    buf_putc(out, (uint8_t)s[i]);
+    if (!s[i]) buf_putc(out, 0xff);
+  }
+  buf_putc(out, K_END);
+}
+
+static int raw_val(dv_buf *out, const json_val *v) {
+  int rc = 0;
+  switch (v->type) {
+  case JSON_NULL: buf_putc(out, R_NULL); break;
+  case JSON_BOOL: buf_putc(out, v->b ? R_TRUE : R_FALSE); break;
+  case JSON_NUMBER: key_num(out, v, R_NUM); break;
+  case JSON_STRING: raw_str(out, v->u.s, v->len); break;
+  case JSON_ARRAY:
+    buf_putc(out, R_ARR);
+    for (size_t i = 0; !rc && i < v->len; i++) rc = raw_val(out, v->u.items[i]);
+    buf_putc(out, K_END);
+    break;
+  case JSON_OBJECT:
+    buf_putc(out, R_OBJ);
+    for (size_t i = 0; !rc && i < v->len; i++) {
+      raw_str(out, v->u.members[i].key, v->u.members[i].klen);
+      rc = raw_val(out, v->u.members[i].val);
+    }
+    buf_putc(out, K_END);
+    break;
+  default: rc = DV_EINVAL;
+  }
+  return rc;
+}
+
+int collate_raw_key(dv_buf *out, const json_val *v) {
+  int rc = raw_val(out, v);
   return rc ? rc : buf_error(out);
 }

@@ -67,4 +67,8 @@ int collate_str_cmp(const char *a, size_t an, const char *b, size_t bn);
  * read (invalid UTF-8; json/ never makes one). */
 int collate_key(dv_buf *out, const json_val *v) DV_MUST_CHECK;
 
+/* The same for raw collation: memcmp order of keys is collate_raw_cmp
+ * order (a view with "options": {"collation": "raw"}). */
+int collate_raw_key(dv_buf *out, const json_val *v) DV_MUST_CHECK;
+
 #endif

@@ -46,6 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (!collate_key(&kp, ap) && !collate_key(&kq, aq)) assert(keycmp(&kp, &kq) == c);
     }
   }
+  buf_reset(&kp);
+  buf_reset(&kq);
+  if (!collate_raw_key(&kp, p) && !collate_raw_key(&kq, q)) assert(keycmp(&kp, &kq) == sgn(collate_raw_cmp(p, q)));
   buf_free(&kp);
   buf_free(&kq);
   arena_free(&a);

@@ -229,6 +229,43 @@ TEST(collate_keys_random) {
   buf_free(&t);
 }
 
+/* The same for raw collation (Erlang's term order): 20,000 random pairs,
+ * alone and as the first element of an array, keys agree with
+ * collate_raw_cmp. */
+TEST(collate_raw_keys_random) {
+  dv_buf t;
+  buf_init(&t);
+  for (int i = 0; i < 20000; i++) {
+    dv_arena a = DV_ARENA_INIT;
+    json_val *p = rand_json(&a, &t), *q = rand_json(&a, &t);
+    int c = sgn(collate_raw_cmp(p, q));
+    ASSERT_EQ(sgn(collate_raw_cmp(q, p)), -c);
+    dv_buf kp, kq;
+    buf_init(&kp);
+    buf_init(&kq);
+    ASSERT_OK(collate_raw_key(&kp, p));
+    ASSERT_OK(collate_raw_key(&kq, q));
+    ASSERTF(keycmp(&kp, &kq) == c, "pair %d: raw keys disagree with cmp %d", i, c);
+    json_val *ap = json_new_array(&a), *aq = json_new_array(&a), *x = rand_json(&a, &t);
+    ASSERT(ap && aq);
+    ASSERT_OK(json_arr_push(&a, ap, p));
+    ASSERT_OK(json_arr_push(&a, ap, x));
+    ASSERT_OK(json_arr_push(&a, aq, q));
+    ASSERT_OK(json_arr_push(&a, aq, x));
+    if (c) {
+      buf_reset(&kp);
+      buf_reset(&kq);
+      ASSERT_OK(collate_raw_key(&kp, ap));
+      ASSERT_OK(collate_raw_key(&kq, aq));
+      ASSERT_EQ(keycmp(&kp, &kq), c);
+    }
+    buf_free(&kp);
+    buf_free(&kq);
+    arena_free(&a);
+  }
+  buf_free(&t);
+}
+
 /* Long strings and deep values: keys grow as needed. */
 TEST(collate_keys_long) {
   dv_arena a = DV_ARENA_INIT;

@@ -28,6 +28,7 @@
   X(collate_numbers, 10) \
   X(collate_raw, 10) \
   X(collate_keys_random, 60) \
+  X(collate_raw_keys_random, 60) \
   X(collate_keys_long, 10) \
   X(collate_threads, 30) \
   X(collate_alloc_fail, 10) \
