@@ -33,6 +33,19 @@
   X(collate_threads, 30) \
   X(collate_alloc_fail, 10) \
   X(collate_fuzz_smoke, 120) \
+  X(vreduce_kind_of, 10) \
+  X(vreduce_sum_table, 10) \
+  X(vreduce_sum_errors, 10) \
+  X(vreduce_sum_error_state, 10) \
+  X(vreduce_sum_overflow, 10) \
+  X(vreduce_stats_table, 10) \
+  X(vreduce_stats_errors, 10) \
+  X(vreduce_count, 10) \
+  X(vreduce_xxh64, 10) \
+  X(vreduce_approx_accuracy, 60) \
+  X(vreduce_property, 120) \
+  X(vreduce_alloc_fail, 60) \
+  X(vreduce_fuzz_smoke, 120) \
   X(mindex_write_paths, 30) \
   X(mindex_key_limit, 30) \
   X(mindex_property, 240) \
