@@ -1323,12 +1323,21 @@ static int err_obj(vx *c, const char *r, size_t rn, const term *cause, term *out
   return 0;
 }
 
+/* The values a fold reads: the rows' (reduce) or parsed states (rereduce). */
+typedef struct vsrc {
+  const vr_row *rows;          /* reduce: the rows, or NULL */
+  const json_val *const *vals; /* rereduce: the states */
+  size_t n;                    /* how many */
+} vsrc;
+
+static const json_val *val_at(const vsrc *s, size_t i) { return s->rows ? s->rows[i].value : s->vals[i]; }
+
 /* builtin_sum_rows(KVs, 0) over the values. */
-static int sum_fold(vx *c, const json_val *const *vals, size_t n, term *res) {
+static int sum_fold(vx *c, const vsrc *src, term *res) {
   term acc = T0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < src->n; i++) {
     term v, nacc;
-    int rc = term_from_json(c->a, vals[i], &v);
+    int rc = term_from_json(c->a, val_at(src, i), &v);
     if (!rc) rc = sum_values(c, &v, &acc, &nacc);
     if (rc == TH_OBJ) {
       *res = *c->obj;
@@ -1394,11 +1403,9 @@ static int sum_check(vx *c, size_t in, term *res) {
 }
 
 static int sum_reduce(vx *c, const vr_row *rows, size_t n, dv_buf *out) {
-  const json_val **vals = arena_alloc(c->a, (n ? n : 1) * sizeof *vals);
-  if (!vals) return DV_ENOMEM;
-  for (size_t i = 0; i < n; i++) vals[i] = rows[i].value;
+  vsrc src = {rows, NULL, n};
   term res;
-  int rc = sum_fold(c, vals, n, &res);
+  int rc = sum_fold(c, &src, &res);
   if (rc) return rc;
   if (1 + etf_term(&res) > SUM_LIMIT) { /* [[[Key, DocId], Value], ...] */
     size_t in = 1 + (n ? 5 + 1 : 1);
@@ -1428,8 +1435,9 @@ static int sum_rereduce(vx *c, const uint8_t *const *states, const size_t *lens,
     int rc = parse_state(c->a, states[i], lens[i], &vals[i]);
     if (rc) return rc;
   }
+  vsrc src = {NULL, (const json_val *const *)vals, n};
   term res;
-  int rc = sum_fold(c, (const json_val *const *)vals, n, &res);
+  int rc = sum_fold(c, &src, &res);
   if (rc) return rc;
   if (1 + etf_term(&res) > SUM_LIMIT) { /* [[[], Reduction], ...] */
     size_t in = 1 + (n ? 5 + 1 : 1);
@@ -1468,11 +1476,13 @@ static int stat_fail(vx *c, const char *pre, const char *key, const term *t, int
   return rc;
 }
 
-static int tup_alloc(vx *c, term *out) {
+/* A 5-tuple of zeros in stack[5], or in the arena when stack is NULL (an
+ * accumulator, which outlives the call). */
+static int tup_alloc(vx *c, term *out, term *stack) {
   memset(out, 0, sizeof *out);
   out->t = T_TUP;
   out->len = 5;
-  out->u.items = arena_alloc(c->a, 5 * sizeof(term));
+  out->u.items = stack ? stack : arena_alloc(c->a, 5 * sizeof(term));
   if (!out->u.items) return DV_ENOMEM;
   memset(out->u.items, 0, 5 * sizeof(term));
   for (int i = 0; i < 5; i++) out->u.items[i].t = T_NUM;
@@ -1480,8 +1490,8 @@ static int tup_alloc(vx *c, term *out) {
 }
 
 /* {X, 1, X, X, X*X} */
-static int tup_of(vx *c, const vnum *x, term *out) {
-  int rc = tup_alloc(c, out);
+static int tup_of(vx *c, const vnum *x, term *out, term *stack) {
+  int rc = tup_alloc(c, out, stack);
   if (rc) return rc;
   term *it = out->u.items;
   it[0].n = it[2].n = it[3].n = *x;
@@ -1491,8 +1501,8 @@ static int tup_of(vx *c, const vnum *x, term *out) {
 }
 
 /* unpack_stats({Props}) with get_number/2's errors. */
-static int unpack(vx *c, const term *o, term *out) {
-  int rc = tup_alloc(c, out);
+static int unpack(vx *c, const term *o, term *out, term *stack) {
+  int rc = tup_alloc(c, out, stack);
   for (int i = 0; i < 5 && !rc; i++) {
     const term *v = obj_get(o, STAT_KEYS[i]);
     if (!v) {
@@ -1525,14 +1535,14 @@ static int stat_initial(vx *c, const term *x, term *out) {
     return 0;
   }
   case T_NUM:
-    return tup_of(c, &x->n, out);
+    return tup_of(c, &x->n, out, NULL);
   case T_TUP: {
-    int rc = tup_alloc(c, out);
+    int rc = tup_alloc(c, out, NULL);
     if (!rc) memcpy(out->u.items, x->u.items, 5 * sizeof(term));
     return rc;
   }
   case T_OBJ:
-    return unpack(c, x, out);
+    return unpack(c, x, out, NULL);
   default:
     return stat_fail(c, STAT_FIRST, NULL, x, 0, NULL, "");
   }
@@ -1548,7 +1558,7 @@ static int num_minmax(vx *c, const vnum *a, const vnum *b, int max, vnum *out) {
 
 /* stat_values(Value, Acc), writing Acc. */
 static int stat_values(vx *c, const term *v, term *acc) {
-  term t;
+  term t, stack[5];
   int rc;
   if (v->t == T_LIST && acc->t == T_LIST) {
     size_t m = v->len < acc->len ? v->len : acc->len;
@@ -1557,15 +1567,15 @@ static int stat_values(vx *c, const term *v, term *acc) {
     return v->len == acc->len ? 0 : fail_static(c, R_ZIP, v);
   }
   if (v->t == T_OBJ) {
-    if ((rc = unpack(c, v, &t))) return rc;
+    if ((rc = unpack(c, v, &t, stack))) return rc;
     return stat_values(c, &t, acc);
   }
   if (v->t == T_NUM) {
-    if ((rc = tup_of(c, &v->n, &t))) return rc;
+    if ((rc = tup_of(c, &v->n, &t, stack))) return rc;
     return stat_values(c, &t, acc);
   }
   if (acc->t == T_NUM) {
-    if ((rc = tup_of(c, &acc->n, &t))) return rc;
+    if ((rc = tup_of(c, &acc->n, &t, NULL))) return rc;
     *acc = t;
     return stat_values(c, v, acc);
   }
@@ -1601,18 +1611,18 @@ static void internalize(vx *c, term *t) {
 }
 
 /* builtin_stats(_, KVs) over the values. */
-static int stats_fold(vx *c, const json_val *const *vals, size_t n, int states, term *res) {
-  if (!n) {
-    int rc = tup_alloc(c, res); /* {0, 0, 0, 0, 0} */
+static int stats_fold(vx *c, const vsrc *src, int states, term *res) {
+  if (!src->n) {
+    int rc = tup_alloc(c, res, NULL); /* {0, 0, 0, 0, 0} */
     for (int i = 0; !rc && i < 5; i++) res->u.items[i] = T0;
     return rc;
   }
   term v;
-  int rc = term_from_json(c->a, vals[0], &v);
+  int rc = term_from_json(c->a, val_at(src, 0), &v);
   if (!rc && states) internalize(c, &v);
   if (!rc) rc = stat_initial(c, &v, res);
-  for (size_t i = 1; i < n && !rc; i++) {
-    rc = term_from_json(c->a, vals[i], &v);
+  for (size_t i = 1; i < src->n && !rc; i++) {
+    rc = term_from_json(c->a, val_at(src, i), &v);
     if (!rc && states) internalize(c, &v);
     if (!rc) rc = stat_values(c, &v, res);
   }
@@ -1620,11 +1630,9 @@ static int stats_fold(vx *c, const json_val *const *vals, size_t n, int states, 
 }
 
 static int stats_reduce(vx *c, const vr_row *rows, size_t n, dv_buf *out) {
-  const json_val **vals = arena_alloc(c->a, (n ? n : 1) * sizeof *vals);
-  if (!vals) return DV_ENOMEM;
-  for (size_t i = 0; i < n; i++) vals[i] = rows[i].value;
+  vsrc src = {rows, NULL, n};
   term res;
-  int rc = stats_fold(c, vals, n, 0, &res);
+  int rc = stats_fold(c, &src, 0, &res);
   return rc ? rc : term_json(out, &res);
 }
 
@@ -1635,8 +1643,9 @@ static int stats_rereduce(vx *c, const uint8_t *const *states, const size_t *len
     int rc = parse_state(c->a, states[i], lens[i], &vals[i]);
     if (rc) return rc;
   }
+  vsrc src = {NULL, (const json_val *const *)vals, n};
   term res;
-  int rc = stats_fold(c, (const json_val *const *)vals, n, 1, &res);
+  int rc = stats_fold(c, &src, 1, &res);
   return rc ? rc : term_json(out, &res);
 }
 
@@ -1851,7 +1860,7 @@ int vr_rereduce(vr_kind k, const uint8_t *const *states, const size_t *lens, siz
     uint64_t s = 0;
     for (size_t i = 0; i < n && !rc; i++) {
       if (lens[i] != 8) rc = DV_ECORRUPT;
-      else if (__builtin_add_overflow(s, get_u64(states[i]), &s)) rc = DV_ERANGE;
+      else if (__builtin_add_overflow(s, get_u64(states[i]), &s)) rc = DV_ECORRUPT; /* no real counts get there */
     }
     if (!rc) put_u64(out, s);
     break;
