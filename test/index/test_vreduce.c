@@ -16,6 +16,22 @@
 
 #define J idxt_json
 
+/* LeakSanitizer on demand: the runner's children end with _exit, which
+ * skips the exit-time leak check (as test/util/test_config.c does). */
+#if defined(__SANITIZE_ADDRESS__)
+#define DV_HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DV_HAVE_LSAN 1
+#endif
+#endif
+#ifdef DV_HAVE_LSAN
+#include <sanitizer/lsan_interface.h>
+#define LEAK_CHECK() ASSERT_EQ(__lsan_do_recoverable_leak_check(), 0)
+#else
+#define LEAK_CHECK() ((void)0)
+#endif
+
 /* The reason of _sum's error object, as JSON string content. */
 #define SUMERR                                                                                              \
   "The _sum function requires that map values be numbers, arrays of numbers, or objects. Objects cannot be " \
@@ -135,6 +151,7 @@ TEST(vreduce_sum_table) {
     ASSERTF(!strcmp(got, q(&a, t[i][1])), "_sum %s = %s, want %s", t[i][0], got, q(&a, t[i][1]));
   }
   arena_free(&a);
+  LEAK_CHECK();
 }
 
 /* builtin_sum_rows/2: a throw becomes the reduction; caused_by is
@@ -195,6 +212,7 @@ TEST(vreduce_sum_errors) {
     else ASSERT(e.caused_by == NULL);
   }
   arena_free(&a);
+  LEAK_CHECK();
 }
 
 /* Error states propagate through rereduce, and vr_state_error finds them. */
@@ -230,6 +248,7 @@ TEST(vreduce_sum_error_state) {
   buf_free(&s3);
   buf_free(&out);
   arena_free(&a);
+  LEAK_CHECK();
 }
 
 /* check_sum_overflow/3: objects of n 4-byte keys with value 1 weigh
@@ -285,6 +304,7 @@ TEST(vreduce_sum_overflow) {
     buf_free(&out);
   }
   arena_free(&a);
+  LEAK_CHECK();
 }
 
 /* builtin_stats/2, stat_values/2, build_initial_accumulator/1,
@@ -326,6 +346,7 @@ TEST(vreduce_stats_table) {
   }
   arena_free(&a);
 #undef ST
+  LEAK_CHECK();
 }
 
 /* 84 spaces: where ~p continues after STATERR's 83 characters (column 84). */
@@ -385,6 +406,7 @@ TEST(vreduce_stats_errors) {
   e = failure(&a, VR_STATS, "[[1,2],[1,'x']]"); /* zipwith evaluates the pairs first */
   ASSERT_STR_EQ(e.reason, STATERR "<<\"x\">>'");
   arena_free(&a);
+  LEAK_CHECK();
 }
 
 TEST(vreduce_count) {
@@ -412,6 +434,7 @@ TEST(vreduce_count) {
   buf_free(&t);
   buf_free(&out);
   arena_free(&a);
+  LEAK_CHECK();
 }
 
 TEST(vreduce_xxh64) {
@@ -495,6 +518,7 @@ TEST(vreduce_approx_accuracy) {
   buf_free(&s);
   buf_free(&out);
   arena_free(&a);
+  LEAK_CHECK();
 }
 
 /* A random JSON value of the shape `shape` for _sum and _stats. */
@@ -606,6 +630,7 @@ TEST(vreduce_property) {
     buf_free(&got);
     arena_free(&a);
   }
+  LEAK_CHECK();
 }
 
 /* Every allocation failure is DV_ENOMEM, leaks nothing (ASan checks) and
@@ -652,6 +677,7 @@ TEST(vreduce_alloc_fail) {
     }
     ASSERTF(ok && nomem > 0, "case %zu: ok %d nomem %d", i, ok, nomem);
   }
+  LEAK_CHECK();
 }
 
 /* The fuzz target's smoke run (make fuzz runs it longer). */
