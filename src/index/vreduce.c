@@ -1375,8 +1375,9 @@ static int etf_json(dv_arena *a, const json_val *v, size_t *out) {
   for (size_t i = 0; i < v->len && str; i++) {
     const json_val *e = v->u.items[i];
     int64_t x;
-    str = e->type == JSON_NUMBER && e->num == JSON_NUM_INT64 && !json_num_int64(e->u.s, e->len, &x) && x >= 0 &&
-          x <= 255;
+    str = e->type == JSON_NUMBER && ((e->num == JSON_NUM_INT64 && !json_num_int64(e->u.s, e->len, &x) && x >= 0 &&
+                                      x <= 255) ||
+                                     (e->len == 2 && !memcmp(e->u.s, "-0", 2))); /* jiffy's 0 */
   }
   if (str) {
     *out = 3 + v->len;

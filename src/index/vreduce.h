@@ -31,15 +31,17 @@
  *   becomes {"error":"builtin_reduce_error","reason":"The _sum function
  *   requires ...","caused_by":<the term CouchDB blames>} and a query
  *   answers it as the row's value, with a 200 (builtin_sum_rows). Such a
- *   state propagates through rereduce; vr_state_error tells it apart. So
- *   does a _sum that grows instead of shrinking (check_sum_overflow:
- *   "Reduce output must shrink more rapidly: ...", no caused_by).
+ *   state propagates through rereduce; vr_state_error tells it apart. A
+ *   _sum that grows instead of shrinking becomes such an object too
+ *   (check_sum_overflow: "Reduce output must shrink more rapidly: ...",
+ *   no caused_by).
  * - A value _stats cannot take fails the reduce: DV_EVIEW_BUILTIN with *e
  *   (error "builtin_reduce_error" from err.h's row, reason CouchDB's text,
- *   caused_by NULL — CouchDB puts the value in the reason; its own HTTP
- *   answer names the error "invalid_value"). Inputs on which CouchDB
- *   crashes rather than throws (see vreduce.c) fail the same way, with our
- *   reason text and caused_by the offending value as JSON text.
+ *   caused_by NULL — CouchDB puts the value in the reason; its throw is
+ *   {invalid_value, Reason}, which its HTTP layer names "invalid_value").
+ *   Inputs on which CouchDB crashes rather than throws (see vreduce.c)
+ *   fail the same way, with our reason text and, when there is one, the
+ *   offending value's JSON text in caused_by.
  * vreduce.c's opening comment lists every rule and text with its source.
  *
  * Threads: pure functions; any thread.
@@ -72,7 +74,8 @@ typedef enum vr_kind {
  * with '_' is VR_UNKNOWN, which couch_mrview:validate refuses when the
  * design document is saved: 400 invalid_design_doc, "`_foo` is not a
  * supported reduce function." (jsddoc.c writes that answer). CouchDB 3.4
- * has no other built-in (_top_N, _first, _last came later). */
+ * has no other built-in (_top_N, _bottom_N, _first and _last are newer,
+ * on CouchDB's main branch). */
 vr_kind vr_kind_of(const char *src, size_t n);
 
 /* Why a reduce failed, CouchDB's way. Strings in the caller's arena (or
