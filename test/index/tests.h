@@ -68,4 +68,6 @@
   X(vtree_history_independent, 120) \
   X(vtree_log_reads, 120) \
   X(vtree_limits, 60) \
-  X(vtree_errors, 120)
+  X(vtree_errors, 120) \
+  X(view_model_rocks, 180) \
+  X(view_model_fdb, 180)

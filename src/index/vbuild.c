@@ -1,0 +1,552 @@
+/* vbuild.c — a view index's state, the step that indexes a batch of
+ * changes, and the builder threads (view.h has the key layout and the data
+ * flow).
+ *
+ * One step (vw_step), one transaction:
+ *   1. the state row, conflict-checked (two builders of one index never
+ *      both commit a step); created with a random salt when missing
+ *   2. the purged documents past the state's purge_seq (read before, in
+ *      store's own transactions) and the changes rows after its Sequence,
+ *      snapshot reads, at most STEP_DOCS documents or STEP_MS
+ *   3. per document: its winner read (a deleted one, a design document
+ *      unless include_design, maps to nothing), mapped in the step's query
+ *      server session; its old rows listed from the back-index; rows and
+ *      back rows cleared or written so the index holds exactly the new
+ *      ones; every row key touched noted per slot
+ *   4. each slot's tree updated with the noted keys (vtree.h), its
+ *      reductions computed by vw_red_ops (vred.c)
+ *   5. the state moved to the last change read and the purge_seq reached.
+ * A step that fails on a retryable kv error is retried by store_db_run;
+ * any other error (a map function that does not compile, the query server
+ * dying) fails the step, and the queries waiting for it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "index/collate.h"
+#include "index/qs.h"
+#include "index/view_int.h"
+#include "util/alloc.h"
+
+#define STEP_DOCS 500         /* changes rows per step */
+#define STEP_MS 1000          /* and at most this long mapping */
+#define STEP_PURGES 100       /* purge infos per step */
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+void vw_key(store_tx *t, dv_buf *b, tup_w *w, const uint8_t *sig, const char *sub) {
+  store_tx_ikey(t, b, w);
+  tup_strz(w, "v");
+  tup_bytes(w, sig, VW_SIG_LEN);
+  if (sub) tup_strz(w, sub);
+}
+
+/* ---- state ------------------------------------------------------------------------ */
+
+int vw_state_get(store_tx *t, const uint8_t *sig, int flags, dv_arena *a, vw_state *s) {
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  vw_key(t, &k, &w, sig, "s");
+  const uint8_t *v;
+  size_t vl;
+  memset(s, 0, sizeof *s);
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_get(store_tx_kv(t), k.p, k.len, flags, &v, &vl, &s->found);
+  buf_free(&k);
+  if (rc || !s->found) return rc;
+  tup_r r;
+  tup_item fmt, si, sv, ps, salt, def;
+  tup_r_init(&r, v, vl);
+  if (tup_get(&r, TUP_INT, &fmt) || tup_next(&r, &si) != 1 || tup_next(&r, &sv) != 1 || tup_get(&r, TUP_INT, &ps) ||
+      tup_get(&r, TUP_BYTES, &salt) || tup_get(&r, TUP_STR, &def) || salt.s_len != VT_SALT_LEN)
+    return DV_ECORRUPT;
+  if (si.type == TUP_INT && sv.type == TUP_VS) {
+    s->have_seq = 1;
+    s->seq.inc = si.i64;
+    memcpy(s->seq.vs, sv.fixed, 12);
+  }
+  s->purge_seq = ps.i64;
+  tup_item_copy(&salt, s->salt);
+  char *d = arena_alloc(a, def.s_len + 1);
+  if (!d) return DV_ENOMEM;
+  tup_item_copy(&def, (uint8_t *)d);
+  d[def.s_len] = 0;
+  s->def = d;
+  s->def_len = def.s_len;
+  return 0;
+}
+
+int vw_state_put(store_tx *t, const uint8_t *sig, const vw_state *s) {
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  tup_w w;
+  vw_key(t, &k, &w, sig, "s");
+  tup_w_init(&w, &v);
+  tup_int(&w, 1);
+  if (s->have_seq) {
+    tup_int(&w, s->seq.inc);
+    tup_vs(&w, s->seq.vs);
+  } else {
+    tup_null(&w);
+    tup_null(&w);
+  }
+  tup_int(&w, s->purge_seq);
+  tup_bytes(&w, s->salt, VT_SALT_LEN);
+  tup_str(&w, s->def, s->def_len);
+  int rc = tup_w_finish(&w) || buf_error(&k) ? DV_ENOMEM : kv_set(store_tx_kv(t), k.p, k.len, v.p, v.len);
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}
+
+/* A fresh state for ix: nothing indexed, purges up to now already moot. */
+static int state_new(vw_state *s, const vw_index *ix, int64_t purge_seq) {
+  memset(s, 0, sizeof *s);
+  s->found = 1;
+  s->purge_seq = purge_seq;
+  FILE *f = fopen("/dev/urandom", "rb");
+  int ok = f && fread(s->salt, 1, VT_SALT_LEN, f) == VT_SALT_LEN;
+  if (f) fclose(f);
+  if (!ok) { /* no urandom: the time and the signature still scatter boundaries */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    memcpy(s->salt, ix->sig, VT_SALT_LEN);
+    for (size_t i = 0; i < sizeof ts.tv_nsec; i++) s->salt[i] ^= (uint8_t)(ts.tv_nsec >> (8 * i));
+  }
+  s->def = ix->def;
+  s->def_len = ix->def_len;
+  return 0;
+}
+
+/* ---- the tree of a slot ------------------------------------------------------------ */
+
+int vw_tree_def(store_tx *t, const vw_index *ix, const vw_state *s, size_t slot, vw_tree *tr) {
+  buf_init(&tr->rows);
+  buf_init(&tr->nodes);
+  tup_w w;
+  vw_key(t, &tr->rows, &w, ix->sig, "k");
+  tup_int(&w, (int64_t)slot);
+  if (tup_w_finish(&w)) return DV_ENOMEM;
+  vw_key(t, &tr->nodes, &w, ix->sig, "t");
+  tup_int(&w, (int64_t)slot);
+  if (tup_w_finish(&w)) return DV_ENOMEM;
+  memset(&tr->d, 0, sizeof tr->d);
+  tr->d.rows_prefix = tr->rows.p;
+  tr->d.rows_prefix_len = tr->rows.len;
+  tr->d.node_prefix = tr->nodes.p;
+  tr->d.node_prefix_len = tr->nodes.len;
+  memcpy(tr->d.salt, s->salt, VT_SALT_LEN);
+  /* nodes hold one reduction per reduce of the slot, whoever reads them
+   * (a count-only read too); the caller sets ctx before reducing */
+  tr->d.n_red = ix->slots[slot].n_red;
+  tr->d.ops = tr->d.n_red ? &vw_red_ops : NULL;
+  return 0;
+}
+
+void vw_tree_free(vw_tree *tr) {
+  buf_free(&tr->rows);
+  buf_free(&tr->nodes);
+}
+
+/* ---- mapping ------------------------------------------------------------------------ */
+
+void vw_cmd(json_w *w, dv_buf *line, const char *name) {
+  buf_reset(line);
+  json_w_init(w, line);
+  json_w_arr_begin(w);
+  json_w_strz(w, name);
+}
+
+int vw_session_prompt(vw_session *ss, json_w *w, dv_buf *line) {
+  json_w_arr_end(w);
+  buf_reset(&ss->out);
+  return json_w_finish(w) || buf_error(line) ? DV_ENOMEM
+                                              : qs_prompt(ss->p, (char *)line->p, line->len, &ss->out, &ss->a, &ss->e);
+}
+
+/* Start a session for ix: reset, lib, one add_fun per slot. */
+int vw_session_open(const vw_index *ix, vw_session *ss) {
+  memset(ss, 0, sizeof *ss);
+  arena_init(&ss->a, 0);
+  buf_init(&ss->out);
+  int rc = qs_acquire(ix->lang, &ss->p, &ss->e);
+  if (rc) return rc;
+  dv_buf line;
+  buf_init(&line);
+  json_w w;
+  vw_cmd(&w, &line, "reset");
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "reduce_limit");
+  json_w_bool(&w, 1);
+  json_w_obj_end(&w);
+  rc = vw_session_prompt(ss, &w, &line);
+  if (!rc && ix->lib_json) {
+    vw_cmd(&w, &line, "add_lib");
+    json_w_raw(&w, ix->lib_json, strlen(ix->lib_json));
+    rc = vw_session_prompt(ss, &w, &line);
+  }
+  for (size_t i = 0; !rc && i < ix->n_slots; i++) {
+    vw_cmd(&w, &line, "add_fun");
+    json_w_strz(&w, ix->slots[i].map);
+    rc = vw_session_prompt(ss, &w, &line);
+  }
+  buf_free(&line);
+  if (rc) ss->broken = 1;
+  return rc;
+}
+
+void vw_session_close(vw_session *ss) {
+  if (ss->p) qs_release(ss->p, ss->broken);
+  ss->p = NULL;
+  buf_free(&ss->out);
+  arena_free(&ss->a);
+}
+
+/* Map one document: *out the answer, an array with one array of [key,
+ * value] per slot (in a). */
+static int map_doc(vw_session *ss, const json_val *doc, dv_arena *a, json_val **out) {
+  dv_buf line;
+  buf_init(&line);
+  json_w w;
+  vw_cmd(&w, &line, "map_doc");
+  json_w_val(&w, doc);
+  int rc = vw_session_prompt(ss, &w, &line);
+  buf_free(&line);
+  if (!rc) rc = json_parse(a, ss->out.p, ss->out.len, &(json_opts){.flags = JSON_COPY}, out, NULL);
+  if (rc == DV_EJSON) rc = DV_EQS_PROCESS;
+  if (rc && rc != DV_EQS) ss->broken = 1;
+  return rc;
+}
+
+/* ---- one document's rows ---------------------------------------------------------- */
+
+/* A row being written: its key suffix in the slot (EK, DocID, N) and value. */
+typedef struct nrow {
+  size_t slot;
+  dv_buf suffix;
+  dv_buf val; /* (KeyJSON, ValueJSON) */
+} nrow;
+
+static int suffix_of(dv_buf *b, const uint8_t *ek, size_t ek_len, const char *id, size_t id_len, int64_t n) {
+  tup_w w;
+  tup_w_init(&w, b);
+  tup_bytes(&w, ek, ek_len);
+  tup_str(&w, id, id_len);
+  tup_int(&w, n);
+  return tup_w_finish(&w) ? DV_ENOMEM : 0;
+}
+
+/* Note a changed row key of a slot for the tree. */
+static int note(vw_step_ctx *c, size_t slot, const uint8_t *s, size_t len) {
+  vw_changes *ch = &c->changed[slot];
+  if (ch->n == ch->cap) {
+    size_t cap = ch->cap ? 2 * ch->cap : 64;
+    vt_key *k = dv_realloc(ch->k, cap * sizeof *k);
+    if (!k) return DV_ENOMEM;
+    ch->k = k;
+    ch->cap = cap;
+  }
+  uint8_t *p = arena_alloc(&c->keys, len ? len : 1);
+  if (!p) return DV_ENOMEM;
+  memcpy(p, s, len);
+  ch->k[ch->n++] = (vt_key){p, len};
+  return 0;
+}
+
+/* The back-index range of a document: (I,"v",Sig,"b",DocID) prefix. */
+static int back_prefix(store_tx *t, const uint8_t *sig, const char *id, size_t n, dv_buf *b) {
+  tup_w w;
+  vw_key(t, b, &w, sig, "b");
+  tup_str(&w, id, n);
+  return tup_w_finish(&w) ? DV_ENOMEM : 0;
+}
+
+/* Replace a document's rows with those of its map answer (NULL: none). */
+static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, const json_val *mapped, dv_arena *a) {
+  const vw_index *ix = c->ix;
+  kv_txn *txn = store_tx_kv(t);
+  dv_buf bp, be, k, tmp;
+  buf_init(&bp);
+  buf_init(&be);
+  buf_init(&k);
+  buf_init(&tmp);
+  int rc = back_prefix(t, ix->sig, id, id_len, &bp);
+  if (!rc) rc = tup_range(bp.p, bp.len, &tmp, &be) ? DV_ENOMEM : 0;
+  /* the new rows, as (slot, suffix) → value */
+  nrow *rows = NULL;
+  size_t nr = 0, cap = 0;
+  for (size_t s = 0; !rc && mapped && s < ix->n_slots && s < mapped->len; s++) {
+    const json_val *em = mapped->u.items[s];
+    if (!em || em->type != JSON_ARRAY) continue;
+    for (size_t i = 0; !rc && i < em->len; i++) {
+      const json_val *kv = em->u.items[i];
+      const json_val *key = json_arr_get(kv, 0), *val = json_arr_get(kv, 1);
+      if (!key) continue;
+      if (nr == cap) {
+        cap = cap ? 2 * cap : 8;
+        nrow *nrw = dv_realloc(rows, cap * sizeof *nrw);
+        if (!nrw) {
+          rc = DV_ENOMEM;
+          break;
+        }
+        rows = nrw;
+      }
+      nrow *r = &rows[nr];
+      r->slot = s;
+      buf_init(&r->suffix);
+      buf_init(&r->val);
+      nr++;
+      buf_reset(&tmp);
+      rc = ix->slots[s].raw ? collate_raw_key(&tmp, key) : collate_key(&tmp, key);
+      if (!rc) rc = suffix_of(&r->suffix, tmp.p, tmp.len, id, id_len, (int64_t)i);
+      if (!rc) {
+        dv_buf kj, vj;
+        buf_init(&kj);
+        buf_init(&vj);
+        rc = json_write(&kj, key) || (val ? json_write(&vj, val) : (buf_append(&vj, "null", 4), 0)) || buf_error(&vj)
+                 ? DV_ENOMEM
+                 : 0;
+        tup_w w;
+        tup_w_init(&w, &r->val);
+        tup_str(&w, (char *)kj.p, kj.len);
+        tup_str(&w, (char *)vj.p, vj.len);
+        if (!rc && tup_w_finish(&w)) rc = DV_ENOMEM;
+        buf_free(&kj);
+        buf_free(&vj);
+      }
+      if (!rc && (c->rows_prefix_len[s] + r->suffix.len > KV_MAX_KEY || r->val.len > KV_MAX_VALUE)) {
+        /* a row past the kv limits is left out (the write that made the
+         * document succeeded; CouchDB's limits are per engine too) */
+        c->skipped++;
+        buf_free(&r->suffix);
+        buf_free(&r->val);
+        nr--;
+      }
+    }
+  }
+  /* the old rows, from the back-index: clear those not written again */
+  kv_pair *old = NULL;
+  int n_old = 0, more = 0;
+  if (!rc) rc = kv_get_range(txn, bp.p, bp.len, be.p, be.len, 0, 0, &old, &n_old, &more);
+  for (int i = 0; !rc && i < n_old; i++) {
+    /* back key = prefix + (Slot, EK, DocID…): its tail after the prefix is (Slot) + suffix */
+    tup_r r;
+    tup_item sl;
+    tup_r_init(&r, old[i].key + bp.len, old[i].key_len - bp.len);
+    if (tup_get(&r, TUP_INT, &sl) || sl.i64 < 0 || (size_t)sl.i64 >= ix->n_slots) {
+      rc = DV_ECORRUPT;
+      break;
+    }
+    const uint8_t *sfx = r.p;
+    size_t sfx_len = (size_t)(r.end - r.p);
+    int kept = 0;
+    for (size_t j = 0; j < nr && !kept; j++)
+      kept = rows[j].slot == (size_t)sl.i64 && rows[j].suffix.len == sfx_len && !memcmp(rows[j].suffix.p, sfx, sfx_len);
+    if (kept) continue; /* rewritten below, noted there */
+    buf_reset(&k);
+    buf_append(&k, c->rows_prefix[sl.i64], c->rows_prefix_len[sl.i64]);
+    buf_append(&k, sfx, sfx_len);
+    rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
+    if (!rc) rc = kv_clear(txn, old[i].key, old[i].key_len);
+    if (!rc) rc = note(c, (size_t)sl.i64, sfx, sfx_len);
+  }
+  for (size_t j = 0; !rc && j < nr; j++) {
+    nrow *r = &rows[j];
+    buf_reset(&k);
+    buf_append(&k, c->rows_prefix[r->slot], c->rows_prefix_len[r->slot]);
+    buf_append(&k, r->suffix.p, r->suffix.len);
+    rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, r->val.p, r->val.len);
+    if (!rc) {
+      buf_reset(&k);
+      buf_append(&k, bp.p, bp.len);
+      tup_w w;
+      tup_w_init(&w, &k);
+      tup_int(&w, (int64_t)r->slot);
+      rc = tup_w_finish(&w) ? DV_ENOMEM : 0;
+      buf_append(&k, r->suffix.p, r->suffix.len);
+      if (!rc) rc = buf_error(&k) ? DV_ENOMEM : kv_set(txn, k.p, k.len, "", 0);
+    }
+    if (!rc) rc = note(c, r->slot, r->suffix.p, r->suffix.len);
+    c->rows_written++;
+  }
+  for (size_t j = 0; j < nr; j++) {
+    buf_free(&rows[j].suffix);
+    buf_free(&rows[j].val);
+  }
+  dv_free(rows);
+  buf_free(&bp);
+  buf_free(&be);
+  buf_free(&k);
+  buf_free(&tmp);
+  (void)a;
+  return rc;
+}
+
+static int is_design(const char *id, size_t n) { return n >= 8 && !memcmp(id, "_design/", 8); }
+
+/* Index one document as it is now in t: its winner mapped, or no rows. */
+static int index_doc(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len) {
+  dv_arena *a = &c->doc_arena;
+  arena_reset(a);
+  json_val *doc = NULL, *mapped = NULL;
+  int rc = 0;
+  if (!is_design(id, id_len) || c->ix->include_design) {
+    rc = store_tx_doc(t, id, id_len, STORE_CONFLICTS | STORE_DELETED_CONFLICTS | (c->ix->local_seq ? STORE_LOCAL_SEQ : 0),
+                      a, &doc);
+    if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) {
+      rc = 0;
+      doc = NULL;
+    }
+  }
+  if (!rc && doc) rc = map_doc(c->ss, doc, a, &mapped);
+  if (!rc) rc = put_rows(t, c, id, id_len, mapped, a);
+  c->docs++;
+  return rc;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int step_fn(store_tx *t, void *arg) {
+  vw_step_ctx *c = arg;
+  const vw_index *ix = c->ix;
+  arena_reset(&c->a);
+  arena_reset(&c->keys);
+  for (size_t s = 0; s < ix->n_slots; s++) c->changed[s].n = 0;
+  c->docs = c->rows_written = 0;
+  c->done = 0;
+  vw_state st;
+  int rc = vw_state_get(t, ix->sig, 0, &c->a, &st);
+  if (rc) return rc;
+  if (!st.found) {
+    if ((rc = state_new(&st, ix, c->purge_seq_now))) return rc;
+  } else if (st.def_len != ix->def_len || memcmp(st.def, ix->def, ix->def_len)) {
+    return DV_ECORRUPT; /* a signature collision: MD5 of two definitions */
+  }
+  for (size_t s = 0; s < ix->n_slots; s++) {
+    vw_tree_free(&c->trees[s]);
+    if ((rc = vw_tree_def(t, ix, &st, s, &c->trees[s]))) return rc;
+    c->rows_prefix[s] = c->trees[s].rows.p;
+    c->rows_prefix_len[s] = c->trees[s].rows.len;
+  }
+  /* purges first: documents that left the changes subspace */
+  for (size_t i = 0; !rc && i < c->n_purged; i++)
+    if (c->purged[i].seq > st.purge_seq) rc = index_doc(t, c, c->purged[i].id, c->purged[i].len);
+  if (!rc && c->n_purged) st.purge_seq = c->purged[c->n_purged - 1].seq > st.purge_seq ? c->purged[c->n_purged - 1].seq
+                                                                                        : st.purge_seq;
+  store_change *rows = NULL;
+  int n = 0, more = 0, i = 0;
+  if (!rc) rc = store_tx_changes(t, st.have_seq ? &st.seq : NULL, NULL, STEP_DOCS, KV_SNAPSHOT, &c->a, &rows, &n, &more);
+  int64_t t0 = now_ms();
+  for (i = 0; !rc && i < n; i++) {
+    rc = index_doc(t, c, rows[i].id, rows[i].id_len);
+    if (!rc && now_ms() - t0 > STEP_MS) {
+      i++;
+      more = 1;
+      break;
+    }
+  }
+  if (rc) return rc;
+  for (size_t s = 0; s < ix->n_slots; s++) {
+    if (!c->changed[s].n) continue;
+    vw_red_ctx rctx;
+    vw_red_init(&rctx, ix, s, c->ss, c->rows_prefix_len[s]);
+    c->trees[s].d.n_red = ix->slots[s].n_red;
+    c->trees[s].d.ops = ix->slots[s].n_red ? &vw_red_ops : NULL;
+    c->trees[s].d.ctx = &rctx;
+    rc = vt_update(store_tx_kv(t), &c->trees[s].d, c->changed[s].k, c->changed[s].n, NULL);
+    vw_red_free(&rctx);
+    if (rc) return rc;
+  }
+  if (i) {
+    st.have_seq = 1;
+    st.seq = rows[i - 1].seq;
+  }
+  c->done = !more;
+  c->purge_seq = st.purge_seq;
+  c->seq = st.seq;
+  c->have_seq = st.have_seq;
+  return vw_state_put(t, ix->sig, &st);
+}
+
+/* Purge infos past `since`, at most STEP_PURGES, into c. */
+static int collect_purge(void *arg, const store_purge_info *pi) {
+  vw_step_ctx *c = arg;
+  if (c->n_purged == STEP_PURGES) return 1;
+  char *id = arena_strndup(&c->purge_arena, pi->id, pi->id_len);
+  if (!id) return DV_ENOMEM;
+  c->purged[c->n_purged++] = (vw_purged){id, pi->id_len, pi->purge_seq};
+  return 0;
+}
+
+int vw_step(store_db *db, const vw_index *ix, vw_session *ss, int64_t purge_since, vw_step_result *res) {
+  vw_step_ctx c;
+  memset(&c, 0, sizeof c);
+  c.ix = ix;
+  c.ss = ss;
+  arena_init(&c.a, 0);
+  arena_init(&c.keys, 0);
+  arena_init(&c.doc_arena, 0);
+  arena_init(&c.purge_arena, 0);
+  c.changed = dv_calloc(ix->n_slots ? ix->n_slots : 1, sizeof *c.changed);
+  c.trees = dv_calloc(ix->n_slots ? ix->n_slots : 1, sizeof *c.trees);
+  c.rows_prefix = dv_calloc(ix->n_slots ? ix->n_slots : 1, sizeof *c.rows_prefix);
+  c.rows_prefix_len = dv_calloc(ix->n_slots ? ix->n_slots : 1, sizeof *c.rows_prefix_len);
+  c.purged = dv_calloc(STEP_PURGES, sizeof *c.purged);
+  int rc = c.changed && c.trees && c.rows_prefix && c.rows_prefix_len && c.purged ? 0 : DV_ENOMEM;
+  for (size_t s = 0; c.trees && s < ix->n_slots; s++) {
+    buf_init(&c.trees[s].rows);
+    buf_init(&c.trees[s].nodes);
+  }
+  if (!rc) rc = store_db_get_purge_seq(db, &c.purge_seq_now);
+  if (!rc && purge_since < c.purge_seq_now) {
+    rc = store_purge_infos(db, purge_since, collect_purge, &c);
+    if (rc == 1) rc = 0;
+  }
+  if (!rc) rc = store_db_run(db, step_fn, &c);
+  if (!rc) {
+    res->done = c.done && (c.n_purged < STEP_PURGES);
+    res->docs = c.docs;
+    res->have_seq = c.have_seq;
+    res->seq = c.seq;
+    res->skipped = c.skipped;
+    res->purge_seq = c.purge_seq;
+  }
+  for (size_t s = 0; c.trees && s < ix->n_slots; s++) vw_tree_free(&c.trees[s]);
+  for (size_t s = 0; c.changed && s < ix->n_slots; s++) dv_free(c.changed[s].k);
+  dv_free(c.changed);
+  dv_free(c.trees);
+  dv_free(c.rows_prefix);
+  dv_free(c.rows_prefix_len);
+  dv_free(c.purged);
+  arena_free(&c.a);
+  arena_free(&c.keys);
+  arena_free(&c.doc_arena);
+  arena_free(&c.purge_arena);
+  return rc;
+}
+
+int vw_refresh(store_db *db, const vw_index *ix, dv_arena *a, vw_err *e) {
+  vw_session ss;
+  int rc = vw_session_open(ix, &ss);
+  vw_step_result r = {0};
+  int64_t purge_since = 0;
+  while (!rc) {
+    rc = vw_step(db, ix, &ss, purge_since, &r);
+    if (rc || r.done) break;
+    purge_since = r.purge_seq;
+  }
+  if (rc && e && ss.e.error) {
+    e->error = arena_strndup(a, ss.e.error, strlen(ss.e.error));
+    e->reason = arena_strndup(a, ss.e.reason ? ss.e.reason : "", ss.e.reason ? strlen(ss.e.reason) : 0);
+  }
+  vw_session_close(&ss);
+  return rc;
+}
