@@ -22,6 +22,7 @@
 #include "http/http.h"
 #include "index/jsddoc.h"
 #include "index/mindex.h"
+#include "index/view.h"
 #include "index/qs.h"
 #include "kv/kv.h"
 #include "repl/repl.h"
@@ -385,6 +386,7 @@ static int cmd_serve(int argc, char **argv) {
     return 1;
   }
   rc = mindex_start(st); /* the Mango index builder: resumes unfinished builds */
+  if (!rc) rc = vw_start(st); /* the view builder: background refreshes */
   if (rc) {
     fprintf(stderr, "divan: cannot start the index builder: %s\n", dv_strerror(rc));
     store_close(st);
@@ -403,6 +405,7 @@ static int cmd_serve(int argc, char **argv) {
   if (!rc) rc = http_start(&app, &ho, &h);
   if (rc) {
     fprintf(stderr, "divan: cannot listen on %s:%d: %s\n", o.bind, o.port, dv_strerror(rc));
+    vw_stop();
     mindex_stop();
     store_close(st);
     config_free(cfg);
@@ -429,6 +432,7 @@ static int cmd_serve(int argc, char **argv) {
   repl_mgr_stop(as.repl);
   as.repl = NULL;
   http_stop(h);
+  vw_stop();     /* before the store and the query servers: it builds through both */
   mindex_stop(); /* before the store: the builder writes through it */
   qs_stop();
   store_close(st);

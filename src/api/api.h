@@ -114,7 +114,7 @@ typedef struct api_routes {
 #define API_TABLE(t) {t, sizeof t / sizeof *t}
 /* Each family's table, in its file; route.c tries them in its order. */
 extern const api_routes api_server_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes,
-    api_purge_routes, api_mango_routes, api_ddocfn_routes, api_doc_routes;
+    api_purge_routes, api_mango_routes, api_ddocfn_routes, api_view_routes, api_doc_routes;
 
 /* The header carrying the replicator's identity on its loopback requests
  * to local databases: "TOKEN;USER;ROLE,ROLE" (authn.c). */
@@ -193,6 +193,10 @@ void api_wctx(hreq *r, store_wctx *w, store_user *u);
 /* The answer to a failed design-document function (index/qs.h): rc and e
  * from qs_ddoc_call, as chttpd:error_info maps them. */
 void api_qs_fail(hreq *r, int rc, const qs_err *e);
+
+/* _view_cleanup's work: drop every view index no design document of db
+ * uses (view.c). */
+int api_view_cleanup(store_db *db) DV_MUST_CHECK;
 
 /* route.c: a /_name that is no endpoint (404 "Database does not exist.",
  * or 400 for a server endpoint given more segments); what later issues

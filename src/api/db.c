@@ -162,7 +162,9 @@ void hapi_compact(hreq *r) {
 }
 
 void hapi_view_cleanup(hreq *r) {
-  hres_ok(r, 202);
+  int rc = api_view_cleanup(r->app->db);
+  if (rc) hres_err(r, rc);
+  else hres_ok(r, 202);
 }
 
 void hapi_ensure_full_commit(hreq *r) {

@@ -550,3 +550,223 @@ int vw_refresh(store_db *db, const vw_index *ix, dv_arena *a, vw_err *e) {
   vw_session_close(&ss);
   return rc;
 }
+
+/* ---- cleanup -------------------------------------------------------------------------- */
+
+struct cleanup_arg {
+  const uint8_t (*keep)[VW_SIG_LEN];
+  size_t n_keep;
+  dv_buf from;                /* where the next look starts (empty: the first) */
+  int done;
+  int64_t dropped;
+};
+
+/* One transaction: from `from`, the next index's signature; clear it when
+ * no design document uses it. */
+static int cleanup_fn(store_tx *t, void *arg) {
+  struct cleanup_arg *c = arg;
+  dv_buf pre, end;
+  buf_init(&pre);
+  buf_init(&end);
+  tup_w w;
+  store_tx_ikey(t, &pre, &w);
+  tup_strz(&w, "v");
+  int rc = tup_w_finish(&w) || tup_strinc(&end, pre.p, pre.len) ? DV_ENOMEM : 0;
+  const uint8_t *b = c->from.len ? c->from.p : pre.p;
+  size_t bl = c->from.len ? c->from.len : pre.len;
+  kv_pair *kv;
+  int n = 0, more;
+  if (!rc) rc = kv_get_range(store_tx_kv(t), b, bl, end.p, end.len, 1, 0, &kv, &n, &more);
+  c->done = !rc && !n;
+  if (!rc && n) {
+    tup_r r;
+    tup_item sig;
+    tup_r_init(&r, kv[0].key + pre.len, kv[0].key_len - pre.len);
+    if (tup_get(&r, TUP_BYTES, &sig) || sig.s_len != VW_SIG_LEN) rc = DV_ECORRUPT;
+    uint8_t s[VW_SIG_LEN];
+    if (!rc) tup_item_copy(&sig, s);
+    int keep = 0;
+    for (size_t i = 0; !rc && i < c->n_keep && !keep; i++) keep = !memcmp(c->keep[i], s, VW_SIG_LEN);
+    dv_buf sb, se;
+    buf_init(&sb);
+    buf_init(&se);
+    buf_append(&sb, kv[0].key, pre.len + sig.raw_len);
+    if (!rc && (buf_error(&sb) || tup_strinc(&se, sb.p, sb.len))) rc = DV_ENOMEM;
+    if (!rc && !keep) {
+      rc = kv_clear_range(store_tx_kv(t), sb.p, sb.len, se.p, se.len);
+      c->dropped++;
+    }
+    buf_reset(&c->from);
+    buf_append(&c->from, se.p, se.len);
+    if (!rc && buf_error(&c->from)) rc = DV_ENOMEM;
+    buf_free(&sb);
+    buf_free(&se);
+  }
+  buf_free(&pre);
+  buf_free(&end);
+  return rc;
+}
+
+int vw_cleanup(store_db *db, const uint8_t (*keep)[VW_SIG_LEN], size_t n_keep, int64_t *dropped) {
+  struct cleanup_arg c = {keep, n_keep, DV_BUF_INIT, 0, 0};
+  int rc = 0;
+  while (!rc && !c.done) rc = store_db_run(db, cleanup_fn, &c);
+  buf_free(&c.from);
+  if (dropped) *dropped = c.dropped;
+  return rc;
+}
+
+/* ---- info ------------------------------------------------------------------------------ */
+
+struct info_arg {
+  const vw_index *ix;
+  vw_info *out;
+  dv_arena a;
+};
+
+static int info_fn(store_tx *t, void *arg) {
+  struct info_arg *i = arg;
+  arena_reset(&i->a);
+  vw_state st;
+  int rc = vw_state_get(t, i->ix->sig, KV_SNAPSHOT, &i->a, &st);
+  if (rc) return rc;
+  memset(i->out, 0, sizeof *i->out);
+  i->out->built = st.found;
+  i->out->have_seq = st.have_seq;
+  i->out->seq = st.seq;
+  i->out->purge_seq = st.purge_seq;
+  return 0;
+}
+
+int vw_info_get(store_db *db, const vw_index *ix, vw_info *out) {
+  struct info_arg i = {ix, out, {0}};
+  arena_init(&i.a, 0);
+  int rc = store_db_run(db, info_fn, &i);
+  arena_free(&i.a);
+  out->updater_running = vw_building(store_db_name(db), ix);
+  return rc;
+}
+
+/* ---- the builder: background refreshes (update=lazy, design-document writes) ---- */
+
+typedef struct vw_job {
+  struct vw_job *next;
+  char *db;
+  char *def;
+  size_t def_len;
+  uint8_t sig[VW_SIG_LEN];
+} vw_job;
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t th;
+  int started, stop;
+  store *s;
+  vw_job *q, *tail;
+  char running_db[STORE_MAX_DBNAME + 1];
+  uint8_t running_sig[VW_SIG_LEN];
+  int running;
+} VB = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+int vw_building(const char *db, const vw_index *ix) {
+  pthread_mutex_lock(&VB.mu);
+  int r = VB.running && !strcmp(VB.running_db, db) && !memcmp(VB.running_sig, ix->sig, VW_SIG_LEN);
+  pthread_mutex_unlock(&VB.mu);
+  return r;
+}
+
+static void job_free(vw_job *j) {
+  if (!j) return;
+  dv_free(j->db);
+  dv_free(j->def);
+  dv_free(j);
+}
+
+void vw_kick(const char *db, const vw_index *ix) {
+  pthread_mutex_lock(&VB.mu);
+  if (VB.started && !VB.stop) {
+    vw_job *j;
+    for (j = VB.q; j; j = j->next)
+      if (!strcmp(j->db, db) && !memcmp(j->sig, ix->sig, VW_SIG_LEN)) break;
+    if (!j && (j = dv_calloc(1, sizeof *j))) {
+      j->db = dv_strndup(db, strlen(db));
+      j->def = dv_strndup(ix->def, ix->def_len);
+      j->def_len = ix->def_len;
+      memcpy(j->sig, ix->sig, VW_SIG_LEN);
+      if (!j->db || !j->def) {
+        job_free(j);
+      } else {
+        if (VB.tail) VB.tail->next = j;
+        else VB.q = j;
+        VB.tail = j;
+        pthread_cond_signal(&VB.cv);
+      }
+    }
+  }
+  pthread_mutex_unlock(&VB.mu);
+}
+
+static void *builder_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&VB.mu);
+  while (!VB.stop) {
+    vw_job *j = VB.q;
+    if (!j) {
+      pthread_cond_wait(&VB.cv, &VB.mu);
+      continue;
+    }
+    VB.q = j->next;
+    if (!VB.q) VB.tail = NULL;
+    snprintf(VB.running_db, sizeof VB.running_db, "%s", j->db);
+    memcpy(VB.running_sig, j->sig, VW_SIG_LEN);
+    VB.running = 1;
+    pthread_mutex_unlock(&VB.mu);
+    store_db *db;
+    if (!store_db_open(VB.s, j->db, &db)) {
+      dv_arena a;
+      arena_init(&a, 0);
+      vw_index *ix;
+      if (!vw_from_def(&a, j->def, j->def_len, &ix)) {
+        vw_err e = {0};
+        if (vw_refresh(db, ix, &a, &e) && e.error)
+          fprintf(stderr, "[error] view index %s of %s: %s: %s\n", ix->sig_hex, j->db, e.error, e.reason);
+      }
+      arena_free(&a);
+      store_db_close(db);
+    }
+    job_free(j);
+    pthread_mutex_lock(&VB.mu);
+    VB.running = 0;
+  }
+  pthread_mutex_unlock(&VB.mu);
+  return NULL;
+}
+
+int vw_start(store *s) {
+  pthread_mutex_lock(&VB.mu);
+  VB.s = s;
+  VB.stop = 0;
+  int rc = VB.started ? 0 : pthread_create(&VB.th, NULL, builder_main, NULL) ? DV_ENOMEM : 0;
+  if (!rc) VB.started = 1;
+  pthread_mutex_unlock(&VB.mu);
+  return rc;
+}
+
+void vw_stop(void) {
+  pthread_mutex_lock(&VB.mu);
+  int was = VB.started;
+  VB.stop = 1;
+  pthread_cond_broadcast(&VB.cv);
+  pthread_mutex_unlock(&VB.mu);
+  if (was) pthread_join(VB.th, NULL);
+  pthread_mutex_lock(&VB.mu);
+  VB.started = 0;
+  while (VB.q) {
+    vw_job *j = VB.q;
+    VB.q = j->next;
+    job_free(j);
+  }
+  VB.tail = NULL;
+  pthread_mutex_unlock(&VB.mu);
+}

@@ -120,6 +120,30 @@ typedef struct vw_err {
  * *e when a function failed. */
 int vw_refresh(store_db *db, const vw_index *ix, dv_arena *a, vw_err *e) DV_MUST_CHECK;
 
+/* Clear every view index of db whose signature is not in keep (what
+ * _view_cleanup does, with keep the signatures of the current design
+ * documents); *dropped (may be NULL) gets how many went. One index per
+ * transaction. */
+int vw_cleanup(store_db *db, const uint8_t (*keep)[VW_SIG_LEN], size_t n_keep, int64_t *dropped) DV_MUST_CHECK;
+
+/* What _info shows of an index. */
+typedef struct vw_info {
+  int built;                  /* a state row exists */
+  int have_seq;
+  store_seq seq;              /* indexed up to */
+  int64_t purge_seq;
+  int updater_running;        /* the background builder is on it now */
+} vw_info;
+int vw_info_get(store_db *db, const vw_index *ix, vw_info *out) DV_MUST_CHECK;
+
+/* The background builder: one thread, a queue of indexes to bring up to
+ * date (update=lazy, stale=update_after, design-document writes), each
+ * refreshed whole, in the order asked. */
+int vw_start(store *s) DV_MUST_CHECK;
+void vw_stop(void);
+void vw_kick(const char *db, const vw_index *ix);
+int vw_building(const char *db, const vw_index *ix);
+
 /* ---- reading ------------------------------------------------------------- */
 
 /* A range of a view's rows as a query names it (CouchDB's start_key,

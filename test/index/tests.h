@@ -69,5 +69,8 @@
   X(vtree_log_reads, 120) \
   X(vtree_limits, 60) \
   X(vtree_errors, 120) \
+  X(vargs_errors, 10) \
+  X(vargs_values, 10) \
+  X(vargs_fuzz_smoke, 120) \
   X(view_model_rocks, 180) \
   X(view_model_fdb, 180)

@@ -1,0 +1,447 @@
+/* view.c — the view endpoints (index/view.h does the work):
+ *   GET|HEAD|POST /{db}/_design/{ddoc}/_view/{view}
+ *   POST          /{db}/_design/{ddoc}/_view/{view}/queries
+ *   GET           /{db}/_design/{ddoc}/_info
+ * (_view_cleanup and _compact/{ddoc} are db.c's rows; their view part is
+ * api_view_cleanup here).
+ *
+ * Data flow of a query, in CouchDB's order of checks (chttpd_view,
+ * couch_mrview_http): the design document (404 missing / deleted) ─▶ the
+ * method ─▶ its views (vw_from_ddoc) and the view (404
+ * missing_named_view) ─▶ the parameters: a POST body's members, then the
+ * query string over them (vargs.h), checked against the view's type ─▶
+ * the key range check ("No rows can match…") ─▶ on an offload thread
+ * (hres_offload: building may take long): the index brought up to date
+ * (update=true), the rows or groups read into the answer's JSON, and for
+ * update=lazy the builder kicked ─▶ a pool thread sends it.
+ */
+#include <string.h>
+
+#include "api/api.h"
+#include "index/collate.h"
+#include "index/vargs.h"
+#include "index/view.h"
+
+/* One query of a request. */
+typedef struct vq {
+  vw_args a;
+  const vw_view *v;
+  vw_range *ranges;
+  size_t n_ranges;
+  dv_buf out;                 /* its answer object */
+} vq;
+
+typedef struct vjob {
+  vw_index *ix;
+  vq *q;
+  size_t n;
+  int multi;                  /* /queries: {"results":[…]} */
+  int rc;
+  vw_err e;
+} vjob;
+
+/* ---- parameters ----------------------------------------------------------------- */
+
+static int arg_fail(hreq *r, int rc, const char *why) {
+  hres_errw(r, rc, why);
+  return -1;
+}
+
+/* The query string's parameters over a. */
+static int args_qs(hreq *r, vw_args *a) {
+  for (int i = 0; i < r->nparams; i++) {
+    const char *why = NULL;
+    int rc = vw_args_set(a, r->params[i].key, r->params[i].klen, r->params[i].val, r->params[i].vlen, NULL, &r->a, &why);
+    if (rc) return arg_fail(r, rc, why);
+  }
+  return 0;
+}
+
+/* An object's members (a POST body, one of /queries') over a. */
+static int args_obj(hreq *r, vw_args *a, const json_val *o) {
+  for (size_t i = 0; i < o->len; i++) {
+    const json_member *m = &o->u.members[i];
+    const char *why = NULL;
+    int rc = vw_args_set(a, m->key, m->klen, NULL, 0, m->val, &r->a, &why);
+    if (rc) return arg_fail(r, rc, why);
+  }
+  return 0;
+}
+
+static int slot_cmp(const vw_slot *sl, const json_val *x, const json_val *y) {
+  return sl->raw ? collate_raw_cmp(x, y) : collate_cmp(x, y);
+}
+
+static int bytes_cmp(const char *a, size_t an, const char *b, size_t bn) {
+  int c = memcmp(a, b, an < bn ? an : bn);
+  return c ? c : (an > bn) - (an < bn);
+}
+
+/* couch_mrview_util:check_range, then the ranges the reader walks. */
+static int plan(hreq *r, const vw_index *ix, vq *q) {
+  vw_args *a = &q->a;
+  const vw_slot *sl = &ix->slots[q->v->slot];
+  if (a->start_key && a->end_key) {
+    int c = slot_cmp(sl, a->start_key, a->end_key);
+    if (!c) { /* equal keys: the docids decide (their defaults: <<>> and <<255>>) */
+      const char *sd = a->start_docid ? a->start_docid : a->descending ? "\xff" : "";
+      const char *ed = a->end_docid ? a->end_docid : a->descending ? "" : "\xff";
+      size_t sl_ = a->start_docid ? a->start_docid_len : strlen(sd), el = a->end_docid ? a->end_docid_len : strlen(ed);
+      c = bytes_cmp(sd, sl_, ed, el);
+      if (a->start_key == a->end_key) c = 0; /* key=K: always a range */
+    }
+    if (!a->descending && c > 0)
+      return arg_fail(r, DV_EQUERY_PARSE,
+                      "No rows can match your key range, reverse your start_key and end_key or set descending=true");
+    if (a->descending && c < 0)
+      return arg_fail(r, DV_EQUERY_PARSE,
+                      "No rows can match your key range, reverse your start_key and end_key or set descending=false");
+  }
+  if (a->keys) {
+    q->n_ranges = a->keys->len;
+    q->ranges = arena_calloc(&r->a, (q->n_ranges ? q->n_ranges : 1) * sizeof *q->ranges);
+    if (!q->ranges) return arg_fail(r, DV_ENOMEM, NULL);
+    for (size_t i = 0; i < q->n_ranges; i++)
+      q->ranges[i] = (vw_range){.start_key = a->keys->u.items[i], .end_key = a->keys->u.items[i],
+                                .start_docid = a->start_docid, .start_docid_len = a->start_docid_len,
+                                .end_docid = a->end_docid, .end_docid_len = a->end_docid_len, .inclusive_end = 1};
+  } else {
+    q->n_ranges = 1;
+    q->ranges = arena_calloc(&r->a, sizeof *q->ranges);
+    if (!q->ranges) return arg_fail(r, DV_ENOMEM, NULL);
+    q->ranges[0] = (vw_range){.start_key = a->start_key, .end_key = a->end_key,
+                              .start_docid = a->start_key ? a->start_docid : NULL, .start_docid_len = a->start_docid_len,
+                              .end_docid = a->end_key ? a->end_docid : NULL, .end_docid_len = a->end_docid_len,
+                              .inclusive_end = a->inclusive_end};
+  }
+  return 0;
+}
+
+/* ---- reading (offload thread) ------------------------------------------------------ */
+
+struct rows_out {
+  json_w *w;
+};
+
+static int put_row(void *arg, const vw_row *row) {
+  json_w *w = ((struct rows_out *)arg)->w;
+  json_w_obj_begin(w);
+  json_w_keyz(w, "id");
+  json_w_str(w, row->id, row->id_len);
+  json_w_keyz(w, "key");
+  json_w_raw(w, row->key, row->key_len);
+  json_w_keyz(w, "value");
+  json_w_raw(w, row->value, row->value_len);
+  if (row->has_doc) {
+    json_w_keyz(w, "doc");
+    if (row->doc) json_w_val(w, row->doc);
+    else json_w_null(w);
+  }
+  json_w_obj_end(w);
+  return 0;
+}
+
+static int put_red(void *arg, const vw_red_row *row) {
+  json_w *w = ((struct rows_out *)arg)->w;
+  json_w_obj_begin(w);
+  json_w_keyz(w, "key");
+  json_w_raw(w, row->key, row->key_len);
+  if (row->error) {
+    json_w_keyz(w, "error");
+    json_w_strz(w, row->error);
+    json_w_keyz(w, "reason");
+    json_w_strz(w, row->reason ? row->reason : "");
+  } else {
+    json_w_keyz(w, "value");
+    json_w_raw(w, row->value, row->value_len);
+  }
+  json_w_obj_end(w);
+  return 0;
+}
+
+static int one_query(hreq *r, vjob *j, vq *q) {
+  store_db *db = r->app->db;
+  json_w w;
+  json_w_init(&w, &q->out);
+  json_w_obj_begin(&w);
+  struct rows_out ro = {&w};
+  int rc = 0;
+  if (!q->a.red) {
+    vw_map_opts o = {.ranges = q->ranges, .n_ranges = q->n_ranges, .descending = q->a.descending, .skip = q->a.skip,
+                     .limit = q->a.limit, .include_docs = q->a.include_docs,
+                     .doc_flags = (q->a.conflicts == 1 ? STORE_CONFLICTS : 0) |
+                                  (q->a.att_encoding_info ? STORE_ATT_INFO : 0)};
+    uint64_t total = 0, offset = 0;
+    rc = vw_map_meta(db, j->ix, q->v->slot, &o, &total, &offset);
+    json_w_keyz(&w, "total_rows");
+    json_w_uint(&w, total);
+    json_w_keyz(&w, "offset");
+    json_w_uint(&w, offset);
+    if (q->a.update_seq) {
+      vw_info in;
+      char s[STORE_SEQ_STR] = "0";
+      if (!rc && !(rc = vw_info_get(db, j->ix, &in)) && in.have_seq) store_seq_format(&in.seq, s);
+      json_w_keyz(&w, "update_seq");
+      json_w_strz(&w, s);
+    }
+    json_w_keyz(&w, "rows");
+    json_w_arr_begin(&w);
+    if (!rc) rc = vw_map_rows(db, j->ix, q->v->slot, &o, put_row, &ro);
+    json_w_arr_end(&w);
+  } else {
+    if (q->a.update_seq) {
+      vw_info in;
+      char s[STORE_SEQ_STR] = "0";
+      if (!(rc = vw_info_get(db, j->ix, &in)) && in.have_seq) store_seq_format(&in.seq, s);
+      json_w_keyz(&w, "update_seq");
+      json_w_strz(&w, s);
+    }
+    vw_red_opts o = {.ranges = q->ranges, .n_ranges = q->n_ranges, .keys = q->a.keys != NULL,
+                     .descending = q->a.descending, .group_level = q->a.level, .skip = q->a.skip, .limit = q->a.limit};
+    json_w_keyz(&w, "rows");
+    json_w_arr_begin(&w);
+    if (!rc) rc = vw_reduce_rows(db, j->ix, q->v, &o, put_red, &ro, &r->a, &j->e);
+    json_w_arr_end(&w);
+  }
+  json_w_obj_end(&w);
+  if (!rc && (json_w_finish(&w) || buf_error(&q->out))) rc = DV_ENOMEM;
+  return rc;
+}
+
+static void view_work(hreq *r) {
+  vjob *j = r->app->pending;
+  int update = 0, lazy = 0;
+  for (size_t i = 0; i < j->n; i++) {
+    update |= j->q[i].a.update == VW_UPDATE_TRUE;
+    lazy |= j->q[i].a.update == VW_UPDATE_LAZY;
+  }
+  j->rc = update ? vw_refresh(r->app->db, j->ix, &r->a, &j->e) : 0;
+  for (size_t i = 0; !j->rc && i < j->n; i++) j->rc = one_query(r, j, &j->q[i]);
+  if (lazy) vw_kick(r->app->db_name, j->ix);
+}
+
+static void view_then(hreq *r) {
+  vjob *j = r->app->pending;
+  if (j->rc) {
+    qs_err e = {j->e.error, j->e.reason};
+    api_qs_fail(r, j->rc, j->e.error ? &e : NULL);
+  } else {
+    dv_buf b;
+    buf_init(&b);
+    if (j->multi) buf_puts(&b, "{\"results\":[");
+    for (size_t i = 0; i < j->n; i++) {
+      if (i) buf_putc(&b, ',');
+      buf_append(&b, j->q[i].out.p, j->q[i].out.len);
+    }
+    if (j->multi) buf_puts(&b, "]}");
+    if (buf_error(&b)) hres_err(r, DV_ENOMEM);
+    else hres_raw(r, 200, "application/json", b.p, b.len);
+    buf_free(&b);
+  }
+  for (size_t i = 0; i < j->n; i++) buf_free(&j->q[i].out);
+}
+
+/* ---- the handlers ---------------------------------------------------------------------- */
+
+/* The design document and its views: 0, or -1 answered. */
+static int open_views(hreq *r, json_val **doc, vw_index **ix) {
+  int rc = store_doc_get(r->app->db, r->app->docid, r->app->docid_len, NULL, 0, &r->a, doc);
+  if (rc) return arg_fail(r, rc == DV_EBAD_DOCID ? DV_ENOT_FOUND : rc, NULL);
+  rc = vw_from_ddoc(&r->a, *doc, ix);
+  if (rc == DV_ENOT_FOUND) *ix = NULL;
+  else if (rc) return arg_fail(r, rc, NULL);
+  return 0;
+}
+
+/* One query's view and parameters (base: the query string's, for /queries). */
+static int prepare(hreq *r, vjob *j, vq *q, const char *view, size_t view_len, const json_val *body, int multi) {
+  q->v = j->ix ? vw_find(j->ix, view, view_len) : NULL;
+  if (!q->v) return arg_fail(r, DV_ENOT_FOUND, "missing_named_view");
+  vw_args_init(&q->a);
+  if (multi) { /* the query string, then the query's own members; keys and grouping never inherited */
+    if (args_qs(r, &q->a)) return -1;
+    q->a.keys = NULL;
+    q->a.group = -1;
+    q->a.group_level = -1;
+    if (body && args_obj(r, &q->a, body)) return -1;
+  } else {
+    if (body && args_obj(r, &q->a, body)) return -1;
+    if (args_qs(r, &q->a)) return -1;
+  }
+  const char *why = NULL;
+  int rc = vw_args_check(&q->a, q->v->red >= 0, &why);
+  if (rc) return arg_fail(r, rc, why);
+  buf_init(&q->out);
+  return plan(r, j->ix, q);
+}
+
+static void hapi_view(hreq *r) {
+  json_val *doc;
+  vjob *j = arena_calloc(&r->a, sizeof *j);
+  if (!j) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  if (open_views(r, &doc, &j->ix)) return;
+  int queries = r->nseg == 6 && !strcmp(r->seg[5], "queries");
+  if (r->nseg != 5 && !queries) {
+    hres_errw(r, DV_ENOT_FOUND, "missing_named_view");
+    return;
+  }
+  if (queries ? r->method != HM_POST : (r->method != HM_GET && r->method != HM_HEAD && r->method != HM_POST)) {
+    hres_method(r, queries ? "POST" : "GET,POST,HEAD");
+    return;
+  }
+  const char *view = r->seg[4];
+  size_t view_len = r->seg_len[4];
+  json_val *body = NULL;
+  if (r->method == HM_POST && (hreq_need_json(r) || hreq_json_body(r, 1, &body))) return;
+  if (!queries) {
+    if (body && json_obj_getz(body, "queries")) {
+      hres_errw(r, DV_EBAD_REQUEST, "The `queries` parameter is no longer supported at this endpoint");
+      return;
+    }
+    const json_val *keys = body ? json_obj_getz(body, "keys") : NULL;
+    if (keys && keys->type != JSON_ARRAY) {
+      hres_errw(r, DV_EBAD_REQUEST, "`keys` member must be an array.");
+      return;
+    }
+    j->n = 1;
+    j->q = arena_calloc(&r->a, sizeof *j->q);
+    if (!j->q) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+    if (prepare(r, j, &j->q[0], view, view_len, body, 0)) return;
+  } else {
+    const json_val *qs = json_obj_getz(body, "queries");
+    if (!qs) {
+      hres_errw(r, DV_EBAD_REQUEST, "POST body must include `queries` parameter.");
+      return;
+    }
+    if (qs->type != JSON_ARRAY) {
+      hres_errw(r, DV_EBAD_REQUEST, "`queries` member must be an array.");
+      return;
+    }
+    j->multi = 1;
+    j->n = qs->len;
+    j->q = arena_calloc(&r->a, (j->n ? j->n : 1) * sizeof *j->q);
+    if (!j->q) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+    for (size_t i = 0; i < j->n; i++) {
+      const json_val *one = qs->u.items[i];
+      if (one->type != JSON_OBJECT) {
+        hres_errw(r, DV_EBAD_REQUEST, "Each query must be a JSON object.");
+        return;
+      }
+      const json_val *keys = json_obj_getz(one, "keys");
+      if (keys && keys->type != JSON_ARRAY) {
+        hres_errw(r, DV_EBAD_REQUEST, "`keys` member must be an array.");
+        return;
+      }
+      if (prepare(r, j, &j->q[i], view, view_len, one, 1)) return;
+    }
+  }
+  r->app->pending = j;
+  hres_offload(r, view_work, view_then);
+}
+
+/* GET /{db}/_design/{ddoc}/_info */
+static void hapi_info(hreq *r) {
+  json_val *doc;
+  vw_index *ix;
+  if (open_views(r, &doc, &ix)) return;
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET");
+    return;
+  }
+  vw_info in = {0};
+  int rc = ix ? vw_info_get(r->app->db, ix, &in) : 0;
+  if (rc) {
+    hres_err(r, rc);
+    return;
+  }
+  char seq[STORE_SEQ_STR] = "0";
+  if (in.have_seq) store_seq_format(&in.seq, seq);
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "name");
+  json_w_str(&w, r->app->docid + 8, r->app->docid_len - 8);
+  json_w_keyz(&w, "view_index");
+  json_w_obj_begin(&w); /* CouchDB 3.4's cluster merge: reverse alphabetical */
+  json_w_keyz(&w, "waiting_commit");
+  json_w_bool(&w, 0);
+  json_w_keyz(&w, "waiting_clients");
+  json_w_int(&w, 0);
+  json_w_keyz(&w, "updater_running");
+  json_w_bool(&w, in.updater_running);
+  json_w_keyz(&w, "update_seq");
+  json_w_strz(&w, seq);
+  json_w_keyz(&w, "sizes");
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "file");
+  json_w_int(&w, 0);
+  json_w_keyz(&w, "external");
+  json_w_int(&w, 0);
+  json_w_keyz(&w, "active");
+  json_w_int(&w, 0);
+  json_w_obj_end(&w);
+  json_w_keyz(&w, "signature");
+  json_w_strz(&w, ix ? ix->sig_hex : "00000000000000000000000000000000");
+  json_w_keyz(&w, "purge_seq");
+  json_w_int(&w, in.purge_seq);
+  json_w_keyz(&w, "language");
+  json_w_strz(&w, ix ? ix->lang : "javascript");
+  json_w_keyz(&w, "compact_running");
+  json_w_bool(&w, 0);
+  json_w_obj_end(&w);
+  json_w_obj_end(&w);
+}
+
+/* ---- _view_cleanup's work: the signatures the design documents use -------------- */
+
+struct keep_arg {
+  dv_arena a;
+  uint8_t (*sigs)[VW_SIG_LEN];
+  size_t n, cap;
+  int rc;
+};
+
+static int keep_row(void *arg, const store_doc_row *row) {
+  struct keep_arg *k = arg;
+  vw_index *ix;
+  if (!row->doc || vw_from_ddoc(&k->a, row->doc, &ix)) return 0;
+  if (k->n == k->cap) {
+    size_t cap = k->cap ? 2 * k->cap : 16;
+    uint8_t (*s)[VW_SIG_LEN] = arena_alloc(&k->a, cap * sizeof *s);
+    if (!s) return k->rc = DV_ENOMEM;
+    if (k->n) memcpy(s, k->sigs, k->n * sizeof *s);
+    k->sigs = s;
+    k->cap = cap;
+  }
+  memcpy(k->sigs[k->n++], ix->sig, VW_SIG_LEN);
+  return 0;
+}
+
+int api_view_cleanup(store_db *db) {
+  struct keep_arg k = {0};
+  arena_init(&k.a, 0);
+  store_range rg;
+  store_range_init(&rg);
+  int rc = store_all_docs(db, STORE_DESIGN, &rg, 1, 0, keep_row, &k);
+  if (!rc) rc = k.rc;
+  if (!rc) rc = vw_cleanup(db, (const uint8_t(*)[VW_SIG_LEN])k.sigs, k.n, NULL);
+  arena_free(&k.a);
+  return rc;
+}
+
+/* ---- routes ------------------------------------------------------------------------- */
+
+static const http_route routes[] = {
+    {HTTP_ANY, "/{db}/_design/{id}/_view/{rest}", API_NEEDS_DB, hapi_view},
+    {HTTP_ANY, "/{db}/_design/{id}/_info", API_NEEDS_DB, hapi_info},
+};
+const api_routes api_view_routes = API_TABLE(routes);
