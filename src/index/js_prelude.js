@@ -160,9 +160,44 @@
     emitted = null;
     return out;
   }
+  // Reduce functions compiled once per source (the view's whole life in a
+  // session); a function that throws gives null for that call, logged, as
+  // couchjs's views.js does; CouchDB's reduce_limit: an answer over 4096
+  // bytes and more than half its input is reduce_overflow_error ("log":
+  // logged and kept).
+  var reduceFuns = Object.create(null), nReduceFuns = 0;
+  function reduceFun(src) {
+    var f = reduceFuns[src];
+    if (!f) {
+      if (nReduceFuns >= 64) { reduceFuns = Object.create(null); nReduceFuns = 0; }
+      f = reduceFuns[src] = compile(src, "reduce");
+      nReduceFuns++;
+    }
+    return f;
+  }
   function runReduce(srcs, keys, values, rereduce) {
     var out = [];
-    for (var i = 0; i < srcs.length; i++) out.push(compile(srcs[i], "reduce")(keys, values, rereduce));
+    for (var i = 0; i < srcs.length; i++) {
+      var f = reduceFun(srcs[i]);
+      try {
+        out.push(f(keys, values, rereduce));
+      } catch (e) {
+        var l = errorLine(e);
+        if (e === "fatal_error" || (isArr(e) && e[0] === "fatal")) throw e;
+        global.log("function raised exception " + l[1] + ": " + l[2]);
+        out.push(null);
+      }
+    }
+    var limit = queryConfig.reduce_limit;
+    if (limit && limit !== "false") {
+      var outLen = stringify(out).length;
+      var inLen = stringify(values).length + (keys ? stringify(keys).length : 0);
+      if (outLen > 4096 && outLen * 2 > inLen) {
+        var msg = "Reduce output must shrink more rapidly: input size: " + inLen + " output size: " + outLen;
+        if (limit === "log") global.log("reduce_overflow_error: " + msg);
+        else fail("reduce_overflow_error", msg);
+      }
+    }
     return [true, out];
   }
 
@@ -458,6 +493,7 @@
     switch (cmd[0]) {
       case "reset":
         viewFuns = []; viewLib = null; queryConfig = cmd[1] || {};
+        reduceFuns = Object.create(null); nReduceFuns = 0;
         return true;
       case "add_lib":
         viewLib = cmd[1];
