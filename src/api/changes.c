@@ -23,7 +23,7 @@
  * Filters: _doc_ids, _selector and _design here; a design document's
  * JavaScript filter (`filter=ddoc/name`) runs through the query servers
  * (index/qs.h) in batches, see "JavaScript filters" below. Not here:
- * `filter=_view` (501 until views exist), the normal feed's ETag. Included
+ * `filter=_view` (a view's map function as the filter), the normal feed's ETag. Included
  * documents carry their attachments' content with attachments=true
  * (api/docatt.c).
  */
@@ -827,7 +827,10 @@ static int ddoc_member(hreq *r, const char *ddoc, size_t ddoc_len, const char *m
 /* Take the filter function of design document doc: the design document
  * (as JSON text, id, rev, language), the function's path and the request
  * object, all in the feed's arena. 0, or -1 with the error written. */
-static int ch_js_setup(hreq *r, chfeed *c, const json_val *doc, const char *name, size_t name_len) {
+/* A design document's function as the feed's filter: filters.NAME, or
+ * (view = 1) the map function of views.NAME, which passes a document when
+ * it emits at least one row (couch_query_servers:filter_view). */
+static int ch_js_setup(hreq *r, chfeed *c, const json_val *doc, const char *name, size_t name_len, int view) {
   dv_buf b;
   buf_init(&b);
   int rc = json_write(&b, doc);
@@ -842,9 +845,9 @@ static int ch_js_setup(hreq *r, chfeed *c, const json_val *doc, const char *name
     c->dd.rev = arena_strndup(&c->a, rev->u.s, rev->len);
     c->dd.lang = lang && lang->type == JSON_STRING ? arena_strndup(&c->a, lang->u.s, lang->len) : NULL;
     buf_reset(&b);
-    buf_puts(&b, "[\"filters\",");
+    buf_puts(&b, view ? "[\"views\"," : "[\"filters\",");
     json_escape(&b, name, name_len);
-    buf_putc(&b, ']');
+    buf_puts(&b, view ? ",\"map\"]" : "]");
     c->js_path = arena_memdup(&c->a, b.p, b.len);
     c->js_path_len = b.len;
     if (buf_error(&b) || !c->dd.json || !c->dd.id || !c->dd.rev || !c->js_path || (lang && lang->type == JSON_STRING && !c->dd.lang))
@@ -947,9 +950,9 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
       hres_errw(r, DV_EBAD_REQUEST, "`view` must be of the form `designname/viewname`");
       return -1;
     }
-    if (ddoc_member(r, p[0], n[0], "views", p[1], n[1], NULL)) return -1;
-    hres_errw(r, DV_ENOTSUP, "The _view filter needs JavaScript views, which are not implemented yet.");
-    return -1;
+    json_val *vdoc;
+    if (ddoc_member(r, p[0], n[0], "views", p[1], n[1], &vdoc)) return -1;
+    return ch_js_setup(r, c, vdoc, p[1], n[1], 1);
   }
   if (fl[0] == '_') {
     hres_errw(r, DV_EBAD_REQUEST, "unknown builtin filter name");
@@ -963,7 +966,7 @@ static int ch_filter(hreq *r, chfeed *c, const json_val *body) {
   }
   json_val *ddoc;
   if (ddoc_member(r, p[0], n[0], "filters", p[1], n[1], &ddoc)) return -1;
-  return ch_js_setup(r, c, ddoc, p[1], n[1]);
+  return ch_js_setup(r, c, ddoc, p[1], n[1], 0);
 }
 
 void hapi_changes(hreq *r) {

@@ -12,7 +12,7 @@
 //   D. every feed type: normal, longpoll, continuous, eventsource
 //   E. errors: missing design document, filters, function, malformed
 //      names, a function that throws (its error, before any row), one that
-//      does not compile, _view still 501
+//      does not compile; filter=_view with a view's map function
 //   F. the replicator with a design-document filter and query_params, from
 //      divan as the source: between two databases of one server and between
 //      two servers
@@ -56,7 +56,10 @@ const DDOC = {
     broken: 'function(doc) { return (',
     req_keys: 'function(doc, req) { return doc._id === "a1" && req.id === null && req.query.startkey[0] === 1 && typeof req.uuid === "string" && req.info.db_name === "filt" && req.path[1] === "_changes" && req.peer === "127.0.0.1" && req.cookie.c === "v" && req.secObj && req.body === "undefined" && req.method === "GET"; }',
   },
-  views: { v: { map: 'function(doc) { emit(doc._id); }' } },
+  views: {
+    v: { map: 'function(doc) { emit(doc._id); }' },
+    b_only: { map: 'function(doc) { if (doc.type === "b") emit(doc.n, null); }' },
+  },
 };
 
 test('setup', async () => {
@@ -273,9 +276,16 @@ test('E: a function that throws is the answer\'s error', async () => {
   eq(ids(await changes('filter=app/important')), ['a0', 'a1']);
 });
 
-test('E: filter=_view is still 501', async () => {
-  const r = await changes('filter=_view&view=app/v');
-  eq(r.status, 501, r.text);
+test('E: filter=_view passes the documents its map function emits for', async () => {
+  const bs = ids(await changes('filter=_view&view=app/b_only'));
+  ok(bs.includes('a1') && bs.includes('a3') && bs.includes('a5'), JSON.stringify(bs));
+  eq(bs, ids(await changes('filter=app/by_type&type=b'))); /* the same documents as the filter function */
+  const all = ids(await changes('filter=_view&view=app/v'));
+  ok(all.includes('a0') && all.includes('a5') && all.includes('_design/app'), JSON.stringify(all));
+  isErr(await changes('filter=_view'), 400, 'bad_request', '`view` filter parameter is not provided.');
+  isErr(await changes('filter=_view&view=app'), 400, 'bad_request', '`view` must be of the form `designname/viewname`');
+  isErr(await changes('filter=_view&view=app/nope'), 404, 'not_found', 'missing json key: nope');
+  isErr(await changes('filter=_view&view=nope/v'), 404, 'not_found');
 });
 
 test('E: a non-JSON startkey in the query is 400', async () => {
