@@ -197,6 +197,11 @@ void api_qs_fail(hreq *r, int rc, const qs_err *e);
 /* _view_cleanup's work: drop every view index no design document of db
  * uses (view.c). */
 int api_view_cleanup(store_db *db) DV_MUST_CHECK;
+/* _list: view `view` of design document vdoc queried with r's parameters
+ * (a POST body's keys), its rows fed to list function list_name of
+ * list_dd, answered (view.c). */
+void api_view_list(hreq *r, const json_val *vdoc, const char *view, size_t view_len, const qs_ddoc *list_dd,
+                   const char *list_name, const json_val *body);
 
 /* route.c: a /_name that is no endpoint (404 "Database does not exist.",
  * or 400 for a server endpoint given more segments); what later issues

@@ -31,11 +31,26 @@ typedef struct vq {
   dv_buf out;                 /* its answer object */
 } vq;
 
+/* A list function over the view (_list): its design document and name,
+ * the request object, and what it answered. */
+typedef struct vlist {
+  qs_ddoc dd;
+  const char *name;
+  dv_buf req;                 /* the request object (JSON), built on the pool thread */
+  qs_proc *p;
+  qs_err e;
+  dv_buf body;                /* the chunks, in order */
+  json_val *resp;             /* the start's response object */
+  int ended;                  /* the function answered "end" */
+  dv_arena a;
+} vlist;
+
 typedef struct vjob {
   vw_index *ix;
   vq *q;
   size_t n;
   int multi;                  /* /queries: {"results":[…]} */
+  vlist *list;                /* _list: the rows go to it */
   int rc;
   vw_err e;
 } vjob;
@@ -208,8 +223,16 @@ static int one_query(hreq *r, vjob *j, vq *q) {
   return rc;
 }
 
+static int list_run(hreq *r, vjob *j);
+
 static void view_work(hreq *r) {
   vjob *j = r->app->pending;
+  if (j->list) {
+    j->rc = j->q[0].a.update == VW_UPDATE_TRUE ? vw_refresh(r->app->db, j->ix, &r->a, &j->e) : 0;
+    if (!j->rc) j->rc = list_run(r, j);
+    if (j->q[0].a.update == VW_UPDATE_LAZY) vw_kick(r->app->db_name, j->ix);
+    return;
+  }
   int update = 0, lazy = 0;
   for (size_t i = 0; i < j->n; i++) {
     update |= j->q[i].a.update == VW_UPDATE_TRUE;
@@ -239,6 +262,160 @@ static void view_then(hreq *r) {
     buf_free(&b);
   }
   for (size_t i = 0; i < j->n; i++) buf_free(&j->q[i].out);
+}
+
+/* ---- _list: the rows through a list function (offload thread) ---------------------- */
+
+/* Send one line to the list function; its answer ["start"|"chunks"|"end",
+ * chunks…] appended to the body. */
+static int list_say(vlist *l, dv_buf *line) {
+  dv_buf out;
+  buf_init(&out);
+  int rc = buf_error(line) ? DV_ENOMEM : qs_prompt(l->p, (char *)line->p, line->len, &out, &l->a, &l->e);
+  json_val *ans = NULL;
+  if (!rc && json_parse(&l->a, out.p, out.len, &(json_opts){.flags = JSON_COPY}, &ans, NULL)) rc = DV_EQS_PROCESS;
+  buf_free(&out);
+  if (rc) return rc;
+  const json_val *kind = json_arr_get(ans, 0), *chunks = json_arr_get(ans, 1);
+  if (!kind || kind->type != JSON_STRING || !chunks || chunks->type != JSON_ARRAY) {
+    l->e = (qs_err){"list_error", "The list function answered no chunks."};
+    return DV_EQS;
+  }
+  for (size_t i = 0; i < chunks->len; i++)
+    if (chunks->u.items[i]->type == JSON_STRING) buf_append(&l->body, chunks->u.items[i]->u.s, chunks->u.items[i]->len);
+  if (kind->len == 5 && !memcmp(kind->u.s, "start", 5)) l->resp = json_arr_get(ans, 2);
+  if (kind->len == 3 && !memcmp(kind->u.s, "end", 3)) l->ended = 1;
+  return buf_error(&l->body) ? DV_ENOMEM : 0;
+}
+
+static int list_row_json(vlist *l, const char *json, size_t n) {
+  if (l->ended) return 1; /* it stopped early: no more rows */
+  dv_buf line;
+  buf_init(&line);
+  buf_puts(&line, "[\"list_row\",");
+  buf_append(&line, json, n);
+  buf_putc(&line, ']');
+  int rc = list_say(l, &line);
+  buf_free(&line);
+  return rc ? rc : l->ended;
+}
+
+static int list_map_row(void *arg, const vw_row *row) {
+  dv_buf b;
+  buf_init(&b);
+  json_w w;
+  json_w_init(&w, &b);
+  struct rows_out ro = {&w};
+  put_row(&ro, row);
+  int rc = json_w_finish(&w) ? DV_ENOMEM : list_row_json(arg, (char *)b.p, b.len);
+  buf_free(&b);
+  return rc;
+}
+
+static int list_red_row(void *arg, const vw_red_row *row) {
+  dv_buf b;
+  buf_init(&b);
+  json_w w;
+  json_w_init(&w, &b);
+  struct rows_out ro = {&w};
+  put_red(&ro, row);
+  int rc = json_w_finish(&w) ? DV_ENOMEM : list_row_json(arg, (char *)b.p, b.len);
+  buf_free(&b);
+  return rc;
+}
+
+static int list_run(hreq *r, vjob *j) {
+  vlist *l = j->list;
+  vq *q = &j->q[0];
+  store_db *db = r->app->db;
+  int rc = qs_acquire(l->dd.lang, &l->p, &l->e);
+  if (!rc) rc = qs_load_ddoc(l->p, &l->dd, &l->a, &l->e);
+  dv_buf line;
+  buf_init(&line);
+  json_w w;
+  json_w_init(&w, &line);
+  json_w_arr_begin(&w);
+  json_w_strz(&w, "ddoc");
+  json_w_str(&w, l->dd.id, l->dd.id_len);
+  json_w_arr_begin(&w);
+  json_w_strz(&w, "lists");
+  json_w_strz(&w, l->name);
+  json_w_arr_end(&w);
+  json_w_arr_begin(&w);
+  json_w_obj_begin(&w); /* the head */
+  vw_map_opts mo = {.ranges = q->ranges, .n_ranges = q->n_ranges, .descending = q->a.descending, .skip = q->a.skip,
+                    .limit = q->a.limit, .include_docs = q->a.include_docs,
+                    .doc_flags = q->a.conflicts == 1 ? STORE_CONFLICTS : 0};
+  if (!rc && !q->a.red) {
+    uint64_t total = 0, offset = 0;
+    rc = vw_map_meta(db, j->ix, q->v->slot, &mo, &total, &offset);
+    json_w_keyz(&w, "total_rows");
+    json_w_uint(&w, total);
+    json_w_keyz(&w, "offset");
+    json_w_uint(&w, offset);
+  }
+  json_w_obj_end(&w);
+  json_w_raw(&w, (char *)l->req.p, l->req.len);
+  json_w_arr_end(&w);
+  json_w_arr_end(&w);
+  if (!rc) rc = json_w_finish(&w) ? DV_ENOMEM : list_say(l, &line);
+  buf_free(&line);
+  if (!rc && !l->ended) {
+    if (!q->a.red) {
+      rc = vw_map_rows(db, j->ix, q->v->slot, &mo, list_map_row, l);
+    } else {
+      vw_red_opts ro = {.ranges = q->ranges, .n_ranges = q->n_ranges, .keys = q->a.keys != NULL,
+                        .descending = q->a.descending, .group_level = q->a.level, .skip = q->a.skip, .limit = q->a.limit};
+      rc = vw_reduce_rows(db, j->ix, q->v, &ro, list_red_row, l, &r->a, &j->e);
+    }
+  }
+  if (!rc && !l->ended) {
+    buf_init(&line);
+    buf_puts(&line, "[\"list_end\"]");
+    rc = list_say(l, &line);
+    buf_free(&line);
+  }
+  if (l->p) qs_release(l->p, rc != 0);
+  l->p = NULL;
+  if (rc == DV_EQS || rc == DV_EQS_PROCESS || rc == DV_EQS_COMPILE) {
+    j->e.error = l->e.error;
+    j->e.reason = l->e.reason;
+  }
+  return rc;
+}
+
+static void list_then(hreq *r) {
+  vjob *j = r->app->pending;
+  vlist *l = j->list;
+  if (j->rc) {
+    qs_err e = {j->e.error, j->e.reason};
+    api_qs_fail(r, j->rc, j->e.error ? &e : NULL);
+  } else {
+    int64_t code = 200;
+    const char *ctype = "text/html; charset=utf-8";
+    const json_val *resp = l->resp && l->resp->type == JSON_OBJECT ? l->resp : NULL;
+    const json_val *c = resp ? json_obj_getz(resp, "code") : NULL, *h = resp ? json_obj_getz(resp, "headers") : NULL;
+    if (c && c->type == JSON_NUMBER && (json_num_int64(c->u.s, c->len, &code) || code < 100 || code > 599)) code = 200;
+    for (size_t i = 0; h && h->type == JSON_OBJECT && i < h->len; i++) {
+      const json_member *m = &h->u.members[i];
+      if (m->val->type != JSON_STRING) continue;
+      if (m->klen == 12 && !strncasecmp(m->key, "content-type", 12)) {
+        char *t = arena_strndup(&r->a, m->val->u.s, m->val->len);
+        if (t) ctype = t;
+      }
+    }
+    hres_raw(r, (int)code, ctype, l->body.p, l->body.len);
+    for (size_t i = 0; h && h->type == JSON_OBJECT && i < h->len; i++) {
+      const json_member *m = &h->u.members[i];
+      if (m->val->type != JSON_STRING || (m->klen == 12 && !strncasecmp(m->key, "content-type", 12))) continue;
+      char *k = arena_strndup(&r->a, m->key, m->klen), *v = arena_strndup(&r->a, m->val->u.s, m->val->len);
+      if (k && v) hres_header(r, k, v);
+    }
+    hres_header(r, "Vary", "Accept");
+  }
+  buf_free(&l->body);
+  buf_free(&l->req);
+  arena_free(&l->a);
 }
 
 /* ---- the handlers ---------------------------------------------------------------------- */
@@ -346,6 +523,50 @@ static void hapi_view(hreq *r) {
   }
   r->app->pending = j;
   hres_offload(r, view_work, view_then);
+}
+
+void api_view_list(hreq *r, const json_val *vdoc, const char *view, size_t view_len, const qs_ddoc *list_dd,
+                   const char *list_name, const json_val *body) {
+  vjob *j = arena_calloc(&r->a, sizeof *j);
+  vlist *l = arena_calloc(&r->a, sizeof *l);
+  j = j && l ? j : NULL;
+  if (!j || !(j->q = arena_calloc(&r->a, sizeof *j->q))) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  int rc = vw_from_ddoc(&r->a, vdoc, &j->ix);
+  if (rc && rc != DV_ENOT_FOUND) {
+    hres_err(r, rc);
+    return;
+  }
+  if (rc) j->ix = NULL;
+  j->n = 1;
+  const json_val *keys = body ? json_obj_getz(body, "keys") : NULL;
+  json_val kb = {0};
+  if (keys) { /* only keys is taken from a POST body */
+    kb.type = JSON_OBJECT;
+    kb.len = 1;
+    json_member *m = arena_alloc(&r->a, sizeof *m);
+    if (!m) {
+      hres_err(r, DV_ENOMEM);
+      return;
+    }
+    *m = (json_member){"keys", 4, (json_val *)keys};
+    kb.u.members = m;
+  }
+  if (prepare(r, j, &j->q[0], view, view_len, keys ? &kb : NULL, 0)) return;
+  arena_init(&l->a, 0);
+  buf_init(&l->body);
+  buf_init(&l->req);
+  l->dd = *list_dd;
+  l->name = list_name;
+  if (api_js_req(r, NULL, &l->req)) {
+    buf_free(&l->req);
+    return;
+  }
+  j->list = l;
+  r->app->pending = j;
+  hres_offload(r, view_work, list_then);
 }
 
 /* GET /{db}/_design/{ddoc}/_info */

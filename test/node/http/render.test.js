@@ -76,6 +76,17 @@ const ddoc = {
   },
   lists: {
     simple: fn(function (head, req) { return 'x'; }),
+    // the documentation's example: a header, getRow until null, a tail
+    rows: fn(function (head, req) {
+      start({ headers: { 'Content-Type': 'text/plain', 'X-Total': String(head.total_rows) } });
+      send('total ' + head.total_rows + ' offset ' + head.offset + ' q=' + req.query.q + '\n');
+      var row;
+      while ((row = getRow())) send(row.key + '=' + row.value + '\n');
+      return 'end';
+    }),
+    first: fn(function (head, req) { var r = getRow(); return 'first ' + (r ? r.id : 'none'); }),
+    code: fn(function (head, req) { start({ code: 203 }); send('['); var r; while ((r = getRow())) send(r.value + ','); send(']'); }),
+    throws: fn(function (head, req) { getRow(); throw (['error', 'list_broke', 'on purpose']); }),
   },
   views: {
     basicView: { map: fn(function (doc) { emit(doc._id, 1); }) },
@@ -283,7 +294,7 @@ test('show errors: thrown arrays and objects, render and compilation errors, mis
   isErr(await req('POST', D + '/_design/bare/_update/x', ''), 404, 'not_found', 'missing json key: updates');
 });
 
-// ---- _list before views -------------------------------------------------------------
+// ---- _list -------------------------------------------------------------
 
 test('_list: CouchDB\'s answers before the view would be queried', async () => {
   isErr(await req('GET', D + '/_design/app/_list/simple/noSuchView'), 404, 'not_found', 'missing_named_view');
@@ -292,7 +303,29 @@ test('_list: CouchDB\'s answers before the view would be queried', async () => {
   isErr(await req('GET', D + '/_design/app/_list/simple/other/noSuchView'), 404, 'not_found');
   const r = await req('PUT', D + '/_design/app/_list/simple/basicView', '');
   eq(r.status, 405);
-  isErr(await req('GET', D + '/_design/app/_list/simple/basicView'), 501, 'not_implemented');
+});
+
+test('_list over a view: head, rows through getRow, send, start\'s headers and code', async () => {
+  let r = await req('GET', D + '/_design/app/_list/rows/basicView?q=1&limit=2');
+  eq(r.status, 200, r.text);
+  eq(r.headers['content-type'], 'text/plain');
+  const lines = r.text.split('\n');
+  ok(/^total \d+ offset 0 q=1$/.test(lines[0]), r.text);
+  eq(r.headers['x-total'], lines[0].split(' ')[1]);
+  eq(lines.length, 4, r.text); /* two rows, then the tail */
+  eq(lines[3], 'end');
+  ok(/=1$/.test(lines[1]), r.text);
+  r = await req('GET', D + '/_design/app/_list/first/basicView?descending=true');
+  eq(r.status, 200);
+  ok(/^first \S+$/.test(r.text), r.text);
+  r = await req('GET', D + '/_design/app/_list/code/basicView?limit=3');
+  eq(r.status, 203, r.text);
+  eq(r.text, '[1,1,1,]');
+  r = await req('POST', D + '/_design/app/_list/code/basicView', { keys: ['nope'] });
+  eq(r.status, 203, r.text);
+  eq(r.text, '[]');
+  isErr(await req('GET', D + '/_design/app/_list/throws/basicView'), 500, 'list_broke', 'on purpose');
+  isErr(await req('GET', D + '/_design/app/_list/rows/basicView?limit=x'), 400, 'query_parse_error');
 });
 
 // ---- rewrites -------------------------------------------------------------------------
