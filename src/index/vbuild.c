@@ -34,6 +34,7 @@
 #define STEP_DOCS 500         /* changes rows per step */
 #define STEP_MS 1000          /* and at most this long mapping */
 #define STEP_PURGES 100       /* purge infos per step */
+#define STEP_BYTES (2u << 20) /* and at most about this much written (FoundationDB's 10 MB, and the trees' share) */
 
 /* ---- keys ---------------------------------------------------------------------- */
 
@@ -372,6 +373,7 @@ static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, 
     }
     if (!rc) rc = note(c, r->slot, r->suffix.p, r->suffix.len);
     c->rows_written++;
+    c->bytes += 2 * (c->rows_prefix_len[r->slot] + r->suffix.len) + r->val.len + 64; /* the row and its back row */
   }
   for (size_t j = 0; j < nr; j++) {
     buf_free(&rows[j].suffix);
@@ -420,7 +422,7 @@ static int step_fn(store_tx *t, void *arg) {
   arena_reset(&c->a);
   arena_reset(&c->keys);
   for (size_t s = 0; s < ix->n_slots; s++) c->changed[s].n = 0;
-  c->docs = c->rows_written = 0;
+  c->docs = c->rows_written = c->bytes = 0;
   c->done = 0;
   vw_state st;
   int rc = vw_state_get(t, ix->sig, 0, &c->a, &st);
@@ -447,7 +449,7 @@ static int step_fn(store_tx *t, void *arg) {
   int64_t t0 = now_ms();
   for (i = 0; !rc && i < n; i++) {
     rc = index_doc(t, c, rows[i].id, rows[i].id_len);
-    if (!rc && now_ms() - t0 > STEP_MS) {
+    if (!rc && (now_ms() - t0 > STEP_MS || c->bytes > STEP_BYTES)) {
       i++;
       more = 1;
       break;
@@ -533,9 +535,36 @@ int vw_step(store_db *db, const vw_index *ix, vw_session *ss, int64_t purge_sinc
   return rc;
 }
 
+struct fresh_arg {
+  const vw_index *ix;
+  int64_t purge_seq;
+  int fresh;
+  dv_arena a;
+};
+
+/* Is the index already at the database's update_seq and purge_seq? (One
+ * snapshot transaction, no query server: most queries need no step.) */
+static int fresh_fn(store_tx *t, void *arg) {
+  struct fresh_arg *f = arg;
+  arena_reset(&f->a);
+  vw_state st;
+  store_seq now;
+  int rc = vw_state_get(t, f->ix->sig, KV_SNAPSHOT, &f->a, &st);
+  if (!rc) rc = store_tx_update_seq(t, &now);
+  f->fresh = !rc && st.found && st.purge_seq >= f->purge_seq &&
+             (store_seq_is_zero(&now) || (st.have_seq && store_seq_cmp(&st.seq, &now) >= 0));
+  return rc;
+}
+
 int vw_refresh(store_db *db, const vw_index *ix, dv_arena *a, vw_err *e) {
+  struct fresh_arg f = {ix, 0, 0, {0}};
+  arena_init(&f.a, 0);
+  int rc = store_db_get_purge_seq(db, &f.purge_seq);
+  if (!rc) rc = store_db_run(db, fresh_fn, &f);
+  arena_free(&f.a);
+  if (rc || f.fresh) return rc;
   vw_session ss;
-  int rc = vw_session_open(ix, &ss);
+  rc = vw_session_open(ix, &ss);
   vw_step_result r = {0};
   int64_t purge_since = 0;
   while (!rc) {

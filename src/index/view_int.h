@@ -88,6 +88,7 @@ typedef struct vw_step_ctx {
   size_t n_purged;
   int64_t purge_seq_now;
   int64_t docs, rows_written, skipped;
+  size_t bytes;           /* written so far in this step (rows and back rows) */
   int64_t purge_seq;      /* out: the state's purge_seq */
   int done, have_seq;
   store_seq seq;
