@@ -133,6 +133,7 @@ bench: divan $(BENCHES)
 	@echo "== http replication: divan → divan and pouchdb-server → divan (bench/http/replbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/replbench.js
 	@echo "== http mango: divan vs pouchdb-server (bench/http/mangobench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/mangobench.js
 	@echo "== http filters: divan vs pouchdb-server, filtered _changes (bench/http/filterbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/filterbench.js
+	@echo "== http views: divan vs pouchdb-server (bench/http/viewbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/viewbench.js
 	@echo "== http validate_doc_update: PUT docs/s with one validator vs none (bench/http/vdubench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/vdubench.js
 	@$(MAKE) --no-print-directory bench-att1g
 
