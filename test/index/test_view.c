@@ -1,5 +1,6 @@
 /* test_view.c — views' index against a model: random documents written,
- * updated, deleted and purged; after each round the index is brought up to
+ * updated, deleted and purged (on the FoundationDB double, with
+ * commit_unknown_result injected); after each round the index is brought up to
  * date (vw_step) and every slot's rows must equal the rows a brute-force
  * evaluation of the map functions gives (in key order, byte for byte), its
  * tree must equal a rebuild (vt_check), and whole-range reductions must
@@ -11,6 +12,7 @@
 #include "index/collate.h"
 #include "index/qs.h"
 #include "index/view_int.h"
+#include "kv/kv_fault.h"
 #include "store/storet.h"
 #include "test.h"
 #include "util/alloc.h"
@@ -354,9 +356,17 @@ static void catch_up(store_db *db, const vw_index *ix, vw_session *ss) {
   ASSERT(!"the index never caught up");
 }
 
+/* On RocksDB; and on the FoundationDB double with commit_unknown_result
+ * injected into 5 % of the commits (before and after they apply), the
+ * document writes' and the index steps' alike. */
 static void model_run(int fdb) {
   if (fdb) setenv("DV_STORE_BACKEND", "fdb", 1);
-  storet *t = storet_open(NULL, 0, "db");
+  storet *t = fdb ? storet_open_fault("db") : storet_open(NULL, 0, "db");
+  if (fdb) {
+    kv_fault_seed(t->kv, storet_seed("view_model_faults", 7));
+    kv_fault_set(t->kv, KV_FAULT_COMMIT_UNKNOWN_AFTER, 0.05, -1);
+    kv_fault_set(t->kv, KV_FAULT_COMMIT_UNKNOWN_BEFORE, 0.05, -1);
+  }
   ASSERT_OK(qs_start(NULL));
   dv_arena a;
   arena_init(&a, 0);
