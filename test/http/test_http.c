@@ -34,6 +34,7 @@ TEST(http_docatt) { suite("test/node/http/docatt.test.js"); }
 TEST(http_bulk) { suite("test/node/http/bulk.test.js"); }
 TEST(http_changes) { suite("test/node/http/changes.test.js"); }
 TEST(http_purge) { suite("test/node/http/purge.test.js"); }
+TEST(http_viewcrash) { suite("test/node/http/viewcrash.test.js"); }
 TEST(http_auth) { suite("test/node/http/auth.test.js"); }
 TEST(http_conformance) { suite("test/node/http/conformance.test.js"); }
 TEST(http_hostile) { suite("test/node/http/hostile.test.js"); }
@@ -54,6 +55,7 @@ TEST(fdb_http_docatt) { suite_fdb("test/node/http/docatt.test.js"); }
 TEST(fdb_http_bulk) { suite_fdb("test/node/http/bulk.test.js"); }
 TEST(fdb_http_changes) { suite_fdb("test/node/http/changes.test.js"); }
 TEST(fdb_http_purge) { suite_fdb("test/node/http/purge.test.js"); }
+TEST(fdb_http_viewcrash) { suite_fdb("test/node/http/viewcrash.test.js"); }
 TEST(fdb_http_auth) { suite_fdb("test/node/http/auth.test.js"); }
 TEST(fdb_http_conformance) { suite_fdb("test/node/http/conformance.test.js"); }
 TEST(fdb_http_render) { suite_fdb("test/node/http/render.test.js"); }

@@ -24,6 +24,7 @@
   X(http_bulk, 180)            \
   X(http_changes, 180)         \
   X(http_purge, 120)           \
+  X(http_viewcrash, 240)       \
   X(http_conformance, 120)     \
   X(http_hostile, 120)         \
   X(http_slowloris, 120)       \
@@ -56,6 +57,7 @@
   X(fdb_http_bulk, 180)        \
   X(fdb_http_changes, 180)     \
   X(fdb_http_purge, 120)       \
+  X(fdb_http_viewcrash, 240)   \
   X(fdb_http_conformance, 120) \
   X(fdb_http_auth, 120)        \
   X(fdb_http_render, 150)      \
