@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "auth/crypto.h"
 #include "index/mindex.h"
+#include "index/view.h"
 #include "util/alloc.h"
 
 #define NODE_NAME "divan@127.0.0.1"
@@ -270,6 +271,30 @@ void hapi_uuids(hreq *r) {
 
 /* Replications, and the Mango index builds (mindex.h) in CouchDB's
  * indexer task shape. */
+
+/* One /_active_tasks row of type indexer (couch_task_status's fields; name
+ * NULL for a view index, which CouchDB's rows do not name). */
+static int task_row(dv_arena *a, json_val *arr, size_t i, const char *db, const char *ddoc, const char *name,
+                    int64_t done, int64_t total, int64_t started, int64_t updated) {
+  json_val *o = json_new_object(a);
+  char pid[32];
+  snprintf(pid, sizeof pid, "<0.%zu.0>", 100 + i);
+  int64_t pct = total > 0 ? done * 100 / total : 0;
+  if (pct > 100) pct = 100;
+  if (!o || json_obj_setz(a, o, "type", json_new_stringz(a, "indexer")) ||
+      json_obj_setz(a, o, "node", json_new_stringz(a, NODE_NAME)) || json_obj_setz(a, o, "pid", json_new_stringz(a, pid)) ||
+      json_obj_setz(a, o, "database", json_new_stringz(a, db)) ||
+      json_obj_setz(a, o, "design_document", json_new_stringz(a, ddoc)) ||
+      (name && json_obj_setz(a, o, "index", json_new_stringz(a, name))) ||
+      json_obj_setz(a, o, "changes_done", json_new_int(a, done)) ||
+      json_obj_setz(a, o, "total_changes", json_new_int(a, total)) ||
+      json_obj_setz(a, o, "progress", json_new_int(a, pct)) ||
+      json_obj_setz(a, o, "started_on", json_new_int(a, started)) ||
+      json_obj_setz(a, o, "updated_on", json_new_int(a, updated)) || json_arr_push(a, arr, o))
+    return DV_ENOMEM;
+  return 0;
+}
+
 void hapi_active_tasks(hreq *r) {
   dv_buf b;
   buf_init(&b);
@@ -281,26 +306,16 @@ void hapi_active_tasks(hreq *r) {
     return; /* answered */
   }
   mi_task t[16];
+  vw_task vt[32];
   size_t n = rc ? 0 : mindex_tasks(t, sizeof t / sizeof *t);
-  dv_arena *a = &r->a;
-  for (size_t i = 0; !rc && i < n; i++) {
-    json_val *o = json_new_object(a);
-    char pid[32];
-    snprintf(pid, sizeof pid, "<0.%zu.0>", 100 + i);
-    int64_t pct = t[i].total_changes > 0 ? t[i].changes_done * 100 / t[i].total_changes : 0;
-    if (pct > 100) pct = 100;
-    if (!o || json_obj_setz(a, o, "type", json_new_stringz(a, "indexer")) ||
-        json_obj_setz(a, o, "node", json_new_stringz(a, NODE_NAME)) ||
-        json_obj_setz(a, o, "pid", json_new_stringz(a, pid)) ||
-        json_obj_setz(a, o, "database", json_new_stringz(a, t[i].db)) ||
-        json_obj_setz(a, o, "design_document", json_new_stringz(a, t[i].ddoc)) ||
-        json_obj_setz(a, o, "index", json_new_stringz(a, t[i].name)) ||
-        json_obj_setz(a, o, "changes_done", json_new_int(a, t[i].changes_done)) ||
-        json_obj_setz(a, o, "total_changes", json_new_int(a, t[i].total_changes)) ||
-        json_obj_setz(a, o, "progress", json_new_int(a, pct)) ||
-        json_obj_setz(a, o, "started_on", json_new_int(a, t[i].started_on)) ||
-        json_obj_setz(a, o, "updated_on", json_new_int(a, t[i].updated_on)) || json_arr_push(a, arr, o))
-      rc = DV_ENOMEM;
+  size_t nv = rc ? 0 : vw_tasks(vt, sizeof vt / sizeof *vt);
+  for (size_t i = 0; !rc && i < n + nv; i++) {
+    if (i < n)
+      rc = task_row(&r->a, arr, i, t[i].db, t[i].ddoc, t[i].name, t[i].changes_done, t[i].total_changes, t[i].started_on,
+                    t[i].updated_on);
+    else
+      rc = task_row(&r->a, arr, i, vt[i - n].db, vt[i - n].ddoc, NULL, vt[i - n].changes_done, vt[i - n].total_changes,
+                    vt[i - n].started_on, vt[i - n].updated_on);
   }
   if (rc) hres_err(r, rc);
   else hres_json(r, 200, arr);

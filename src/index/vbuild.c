@@ -556,6 +556,57 @@ static int fresh_fn(store_tx *t, void *arg) {
   return rc;
 }
 
+/* ---- tasks -------------------------------------------------------------------------- */
+
+#define VW_TASKS 32
+
+static struct {
+  pthread_mutex_t mu;
+  vw_task t[VW_TASKS];
+  int used[VW_TASKS];
+} VT = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int task_begin(store_db *db, const vw_index *ix) {
+  store_db_info info;
+  int64_t total = store_db_info_get(db, &info) ? 0 : info.doc_count + info.doc_del_count;
+  pthread_mutex_lock(&VT.mu);
+  int i = 0;
+  while (i < VW_TASKS && VT.used[i]) i++;
+  if (i < VW_TASKS) {
+    VT.used[i] = 1;
+    vw_task *t = &VT.t[i];
+    memset(t, 0, sizeof *t);
+    snprintf(t->db, sizeof t->db, "%s", store_db_name(db));
+    snprintf(t->ddoc, sizeof t->ddoc, "%s", ix->ddoc_id ? ix->ddoc_id : "");
+    t->total_changes = total;
+    t->started_on = t->updated_on = (int64_t)time(NULL);
+  }
+  pthread_mutex_unlock(&VT.mu);
+  return i < VW_TASKS ? i : -1;
+}
+
+static void task_step(int i, int64_t docs, int end) {
+  if (i < 0) return;
+  pthread_mutex_lock(&VT.mu);
+  if (end) {
+    VT.used[i] = 0;
+  } else {
+    VT.t[i].changes_done += docs;
+    if (VT.t[i].total_changes < VT.t[i].changes_done) VT.t[i].total_changes = VT.t[i].changes_done;
+    VT.t[i].updated_on = (int64_t)time(NULL);
+  }
+  pthread_mutex_unlock(&VT.mu);
+}
+
+size_t vw_tasks(vw_task *out, size_t max) {
+  pthread_mutex_lock(&VT.mu);
+  size_t n = 0;
+  for (int i = 0; i < VW_TASKS && n < max; i++)
+    if (VT.used[i]) out[n++] = VT.t[i];
+  pthread_mutex_unlock(&VT.mu);
+  return n;
+}
+
 int vw_refresh(store_db *db, const vw_index *ix, dv_arena *a, vw_err *e) {
   struct fresh_arg f = {ix, 0, 0, {0}};
   arena_init(&f.a, 0);
@@ -567,11 +618,14 @@ int vw_refresh(store_db *db, const vw_index *ix, dv_arena *a, vw_err *e) {
   rc = vw_session_open(ix, &ss);
   vw_step_result r = {0};
   int64_t purge_since = 0;
+  int task = rc ? -1 : task_begin(db, ix);
   while (!rc) {
     rc = vw_step(db, ix, &ss, purge_since, &r);
+    if (!rc) task_step(task, r.docs, 0);
     if (rc || r.done) break;
     purge_since = r.purge_seq;
   }
+  task_step(task, 0, 1);
   if (rc && e && ss.e.error) {
     e->error = arena_strndup(a, ss.e.error, strlen(ss.e.error));
     e->reason = arena_strndup(a, ss.e.reason ? ss.e.reason : "", ss.e.reason ? strlen(ss.e.reason) : 0);

@@ -144,6 +144,16 @@ void vw_stop(void);
 void vw_kick(const char *db, const vw_index *ix);
 int vw_building(const char *db, const vw_index *ix);
 
+/* One index being brought up to date, for /_active_tasks (type indexer). */
+typedef struct vw_task {
+  char db[STORE_MAX_DBNAME + 1];
+  char ddoc[512];
+  int64_t changes_done, total_changes;
+  int64_t started_on, updated_on; /* unix seconds */
+} vw_task;
+/* Copy up to max running builds into out; returns how many. */
+size_t vw_tasks(vw_task *out, size_t max);
+
 /* ---- reading ------------------------------------------------------------- */
 
 /* A range of a view's rows as a query names it (CouchDB's start_key,

@@ -5,7 +5,7 @@
 // server is killed once _info shows the build has committed some steps
 // (and before it is done), and restarted on the same data: the index
 // resumes from the Sequence it recorded (_info's update_seq is where it
-// was), and after more writes, deletions and a purge every query equals a
+// was; while it built, /_active_tasks had its indexer row), and after more writes, deletions and a purge every query equals a
 // brute-force evaluation in this test.
 'use strict';
 const { test, run, req, eq, ok } = require('../lib/t');
@@ -63,6 +63,11 @@ test('load, start the build, kill -9 in the middle of it', async () => {
     seq = (await req('GET', D + '/_design/c/_info')).json.view_index.update_seq;
   }
   ok(seq !== '0', 'the build committed a step');
+  const tasks = (await req('GET', U + '/_active_tasks')).json;
+  const t = tasks.find((x) => x.type === 'indexer' && x.design_document === '_design/c');
+  ok(t, 'an indexer task while it builds: ' + JSON.stringify(tasks));
+  eq(t.database, 'crash');
+  ok(t.changes_done > 0 && t.total_changes >= t.changes_done && t.progress >= 0 && t.progress <= 100, JSON.stringify(t));
   await srv.kill9();
   await building;
   srv = await startDivan({ dataDir: srv.dataDir });
