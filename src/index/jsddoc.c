@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "index/qs.h"
+#include "index/vreduce.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 
@@ -388,6 +389,61 @@ static int check_one(const json_val *doc, const char *field, int types, dv_arena
   return v && !has_type(v, types) ? bad_field(a, why, field, types) : 0;
 }
 
+
+/* Compile one function in the session: 0, or DV_EVIEW_COMPILE with
+ * CouchDB's reason. */
+static int try_compile(qs_proc *p, const char *kind, const json_member *view, const json_val *src, dv_arena *a,
+                       const char **why) {
+  dv_buf line, out;
+  buf_init(&line);
+  buf_init(&out);
+  json_w w;
+  json_w_init(&w, &line);
+  json_w_arr_begin(&w);
+  json_w_strz(&w, "add_fun");
+  json_w_str(&w, src->u.s, src->len);
+  json_w_arr_end(&w);
+  qs_err e = {0};
+  int rc = json_w_finish(&w) ? DV_ENOMEM : qs_prompt(p, (char *)line.p, line.len, &out, a, &e);
+  buf_free(&out);
+  if (rc == DV_EQS) {
+    buf_reset(&line);
+    buf_puts(&line, "Compilation of the ");
+    buf_puts(&line, kind);
+    buf_puts(&line, " function in the '");
+    buf_append(&line, view->key, view->klen);
+    buf_puts(&line, "' view failed: ");
+    buf_puts(&line, e.reason ? e.reason : "");
+    *why = buf_error(&line) ? NULL : arena_strndup(a, (const char *)line.p, line.len);
+    rc = *why ? DV_EVIEW_COMPILE : DV_ENOMEM;
+  }
+  buf_free(&line);
+  return rc;
+}
+
+/* Every map and JavaScript reduce of views, compiled in a query server of
+ * lang (one session; reset first). */
+static int compile_views(const json_val *views, const char *lang, dv_arena *a, const char **why) {
+  qs_proc *p;
+  qs_err e = {0};
+  int rc = qs_acquire(lang, &p, &e);
+  if (rc) return 0; /* no process: the functions are compiled when the view is queried */
+  dv_buf out;
+  buf_init(&out);
+  rc = qs_prompt(p, "[\"reset\"]", 9, &out, a, &e);
+  buf_free(&out);
+  for (size_t i = 0; !rc && i < views->len; i++) {
+    const json_member *m = &views->u.members[i];
+    if (m->klen == 3 && !memcmp(m->key, "lib", 3)) continue;
+    const json_val *map = json_obj_getz(m->val, "map"), *red = json_obj_getz(m->val, "reduce");
+    if (map && map->type == JSON_STRING) rc = try_compile(p, "map", m, map, a, why);
+    if (!rc && red && red->type == JSON_STRING && vr_kind_of(red->u.s, red->len) == VR_JS)
+      rc = try_compile(p, "reduce", m, red, a, why);
+  }
+  qs_release(p, rc && rc != DV_EVIEW_COMPILE);
+  return rc == DV_EVIEW_COMPILE || rc == DV_ENOMEM ? rc : 0;
+}
+
 int jsddoc_check_ddoc(const json_val *doc, dv_arena *a, const char **why) {
   int rc;
   if ((rc = check_obj_of(doc, "filters", T_OBJECT | T_STRING, a, why))) return rc;
@@ -456,19 +512,16 @@ int jsddoc_check_ddoc(const json_val *doc, dv_arena *a, const char **why) {
     *why = "partitioned option cannot be true in a non-partitioned database.";
     return DV_EMQ_DESIGN_DOC;
   }
-  /* built-in reduces, checked when the views' language has a query server
-   * (CouchDB checks them while compiling the views) */
+  /* built-in reduces and the functions themselves, checked when the
+   * views' language has a query server (couch_mrview:validate compiles
+   * every map and JavaScript reduce: 400 compilation_error) */
   const char *lz = lang && lang->type == JSON_STRING ? arena_strndup(a, lang->u.s, lang->len) : NULL;
   if (views && views->len && !query && qs_has_lang(lz)) {
-    static const char *const ok[] = {"_sum", "_count", "_stats", "_approx_count_distinct"};
     for (size_t i = 0; i < views->len; i++) {
       const json_member *m = &views->u.members[i];
       if (m->klen == 3 && !memcmp(m->key, "lib", 3)) continue;
       const json_val *r = json_obj_getz(m->val, "reduce");
-      if (!r || r->type != JSON_STRING || !r->len || r->u.s[0] != '_') continue;
-      int good = 0;
-      for (size_t k = 0; k < 4 && !good; k++) good = r->len >= strlen(ok[k]) && !memcmp(r->u.s, ok[k], strlen(ok[k]));
-      if (good) continue;
+      if (!r || r->type != JSON_STRING || vr_kind_of(r->u.s, r->len) != VR_UNKNOWN) continue;
       dv_buf b;
       buf_init(&b);
       buf_puts(&b, "`");
@@ -478,6 +531,8 @@ int jsddoc_check_ddoc(const json_val *doc, dv_arena *a, const char **why) {
       buf_free(&b);
       return *why ? DV_EMQ_DESIGN_DOC : DV_ENOMEM;
     }
+    int crc = compile_views(views, lz, a, why);
+    if (crc) return crc;
   }
   return 0;
 }

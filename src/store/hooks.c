@@ -165,6 +165,7 @@ int store_refusal(int rc) {
   case DV_EVDU_ERROR: case DV_EVDU_REFERENCEERROR: case DV_EVDU_SYNTAXERROR: case DV_EVDU_RANGEERROR:
   case DV_EVDU_INTERNALERROR: case DV_EVDU_EVALERROR: case DV_EVDU_URIERROR:
   case DV_EQS: case DV_EQS_COMPILE: case DV_EQS_PROCESS: case DV_EQS_RENDER: case DV_EQS_LANG: case DV_EMQ_DESIGN_DOC:
+  case DV_EVIEW_COMPILE:
     return 1;
   default:
     return 0;

@@ -239,6 +239,20 @@ test('design documents run no validator and get CouchDB\'s field checks', async 
     eq(n.json, [{ id: '_design/bad', rev: '1-' + h32('e'), error: 'invalid_design_doc', reason }], n.text);
   }
   eq((await req('GET', U + '/ddb/_design/bad')).status, 404);
+  // couch_mrview:validate compiles every map and JavaScript reduce: 400 compilation_error
+  const uncompiled = [
+    [{ views: { v: { map: 'function(doc) { emit(doc._id, 1) ' } } }, /^Compilation of the map function in the 'v' view failed: SyntaxError/],
+    [{ views: { w: { map: 'function(d){}', reduce: 'function(k, v) { return ( }' } } }, /^Compilation of the reduce function in the 'w' view failed: SyntaxError/],
+  ];
+  for (const [body, reason] of uncompiled) {
+    const r = await req('PUT', U + '/ddb/_design/bad', body);
+    eq(r.status, 400, r.text);
+    eq(r.json.error, 'compilation_error');
+    ok(reason.test(r.json.reason), r.json.reason);
+    const b = await req('POST', U + '/ddb/_bulk_docs', { docs: [Object.assign({ _id: '_design/bad' }, body)] });
+    eq(b.json[0].error, 'compilation_error', b.text);
+  }
+  eq((await req('GET', U + '/ddb/_design/bad')).status, 404);
   // what CouchDB lets through
   await put(U + '/ddb/_design/good', {
     views: { lib: { m: 'exports.x = 1' }, v: { map: 'function(d){}', reduce: '_sum' }, w: { map: 'function(d){}', reduce: '_count_whatever' } },
