@@ -5,7 +5,7 @@
 #   make test                  every test; ends with "N passed, N failed"
 #   make SANITIZE=address,undefined test   the same under sanitizers
 #   make CC=clang              build with clang (gcc is the default)
-#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, filterbench.js, att1g.js)
+#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, filterbench.js, viewbench.js, vdubench.js, att1g.js)
 #   make bench-att1g           only the 1 GiB attachment proof (slow; not in make test)
 #   make fuzz FUZZ_SECONDS=600 run each libFuzzer target that long
 #   make format / make clean
