@@ -46,7 +46,9 @@ TEST(http_render) { suite("test/node/http/render.test.js"); }
 TEST(http_jslimits) { suite("test/node/http/jslimits.test.js"); }
 TEST(http_filters) { suite("test/node/http/filters.test.js"); }
 TEST(http_validate) { suite("test/node/http/validate.test.js"); }
+TEST(http_views) { suite("test/node/http/views.test.js"); }
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
+TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
 TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }

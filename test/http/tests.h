@@ -36,6 +36,7 @@
   X(http_jslimits, 120)        \
   X(http_filters, 180)         \
   X(http_validate, 150)        \
+  X(http_views, 300)           \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
@@ -62,4 +63,5 @@
   X(fdb_http_auth, 120)        \
   X(fdb_http_render, 150)      \
   X(fdb_http_filters, 180) \
-  X(fdb_http_validate, 200)
+  X(fdb_http_validate, 200)    \
+  X(fdb_http_views, 400)
