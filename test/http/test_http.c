@@ -70,6 +70,7 @@ TEST(client_pouchdb_repl) { suite("test/node/clients/pouchdb_repl.test.js"); }
 TEST(client_pouchdb_find) { suite("test/node/clients/pouchdb_find.test.js"); }
 TEST(client_pouchdb_filter) { suite("test/node/clients/pouchdb_filter.test.js"); }
 TEST(client_pouchdb_vdu) { suite("test/node/clients/pouchdb_vdu.test.js"); }
+TEST(client_pouchdb_query) { suite("test/node/clients/pouchdb_query.test.js"); }
 TEST(repl_replicate) { suite("test/node/repl/replicate.test.js"); }
 TEST(repl_replicator_db) { suite("test/node/repl/replicator_db.test.js"); }
 TEST(repl_faults) { suite("test/node/repl/faults.test.js"); }

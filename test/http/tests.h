@@ -36,7 +36,7 @@
   X(http_jslimits, 120)        \
   X(http_filters, 180)         \
   X(http_validate, 150)        \
-  X(http_views, 300)           \
+  X(http_views, 180)           \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
@@ -45,6 +45,7 @@
   X(client_pouchdb_find, 120)  \
   X(client_pouchdb_filter, 120) \
   X(client_pouchdb_vdu, 120)   \
+  X(client_pouchdb_query, 120) \
   X(repl_replicate, 240)       \
   X(repl_replicator_db, 200)   \
   X(repl_faults, 240)          \
@@ -64,4 +65,4 @@
   X(fdb_http_render, 150)      \
   X(fdb_http_filters, 180) \
   X(fdb_http_validate, 200)    \
-  X(fdb_http_views, 400)
+  X(fdb_http_views, 240)

@@ -1220,7 +1220,7 @@ test('divan is healthy', async () => {
 });
 
 runFile(__filename, {
-  seconds: 280,
+  seconds: 170,
   started: ({ base }) => {
     U = base;
     const u = new URL(base);
