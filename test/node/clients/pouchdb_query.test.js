@@ -116,7 +116,7 @@ const CASES = [
   ['city_age', { startkey: ['oslo', 30], endkey: ['oslo', 50] }],
   ['city_age', { reduce: false, limit: 5 }],
   ['city_age', { reduce: false, include_docs: true, startkey: ['rome'], limit: 2 }],
-  ['city_age', { keys: [['oslo', 25], ['lima', 18]], group: true }],
+  ['city_age', { keys: [['oslo', 39], ['rome', 99], ['lima', 32]], group: true }],
   ['age_sum', {}],
   ['age_sum', { group: true }],
   ['age_sum', { key: 'rome' }],
@@ -126,8 +126,9 @@ const CASES = [
 
 for (const [v, opts] of CASES) {
   test(`query q/${v} ${JSON.stringify(opts)} answers as PouchDB's own map/reduce`, async () => {
-    const got = await remote.query('q/' + v, opts);
-    const want = await local.query('q/' + v, opts);
+    // each its own copy: PouchDB may rewrite the options it is given
+    const got = await remote.query('q/' + v, JSON.parse(JSON.stringify(opts)));
+    const want = await local.query('q/' + v, JSON.parse(JSON.stringify(opts)));
     if (!(opts.keys && !opts.keys.length) && opts.skip !== 100) ok(want.rows.length > 0, 'the model answers rows');
     eq(got.rows, want.rows);
     if (want.total_rows !== undefined) eq(got.total_rows, want.total_rows);
