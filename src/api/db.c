@@ -183,7 +183,7 @@ static const http_route routes[] = {
     /* POST with a JSON content type, on an existing database */
     {M(POST), "/{db}/_compact", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_compact},
     {M(POST), "/{db}/_compact/{any}", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_compact},
-    {M(POST), "/{db}/_view_cleanup", API_NEEDS_DB | API_DB_ADMIN | HTTP_JSON_BODY, hapi_view_cleanup},
+    {M(POST), "/{db}/_view_cleanup", API_NEEDS_DB | API_DB_ADMIN, hapi_view_cleanup}, /* no Content-Type check, as chttpd_db */
     {M(POST), "/{db}/_ensure_full_commit", API_NEEDS_DB, hapi_ensure_full_commit},
 };
 const api_routes api_db_routes = API_TABLE(routes);

@@ -87,6 +87,17 @@ static int slot_cmp(const vw_slot *sl, const json_val *x, const json_val *y) {
   return sl->raw ? collate_raw_cmp(x, y) : collate_cmp(x, y);
 }
 
+/* Erlang's =:= on two keys: the same JSON, 1 and 1.0 apart. */
+static int same_term(const json_val *x, const json_val *y) {
+  dv_buf a, b;
+  buf_init(&a);
+  buf_init(&b);
+  int same = !json_write(&a, x) && !json_write(&b, y) && a.len == b.len && !memcmp(a.p, b.p, a.len);
+  buf_free(&a);
+  buf_free(&b);
+  return same;
+}
+
 static int bytes_cmp(const char *a, size_t an, const char *b, size_t bn) {
   int c = memcmp(a, b, an < bn ? an : bn);
   return c ? c : (an > bn) - (an < bn);
@@ -96,14 +107,13 @@ static int bytes_cmp(const char *a, size_t an, const char *b, size_t bn) {
 static int plan(hreq *r, const vw_index *ix, vq *q) {
   vw_args *a = &q->a;
   const vw_slot *sl = &ix->slots[q->v->slot];
-  if (a->start_key && a->end_key) {
+  if (a->start_key && a->end_key && !same_term(a->start_key, a->end_key)) { /* check_range skips K =:= K */
     int c = slot_cmp(sl, a->start_key, a->end_key);
     if (!c) { /* equal keys: the docids decide (their defaults: <<>> and <<255>>) */
       const char *sd = a->start_docid ? a->start_docid : a->descending ? "\xff" : "";
       const char *ed = a->end_docid ? a->end_docid : a->descending ? "" : "\xff";
       size_t sl_ = a->start_docid ? a->start_docid_len : strlen(sd), el = a->end_docid ? a->end_docid_len : strlen(ed);
       c = bytes_cmp(sd, sl_, ed, el);
-      if (a->start_key == a->end_key) c = 0; /* key=K: always a range */
     }
     if (!a->descending && c > 0)
       return arg_fail(r, DV_EQUERY_PARSE,
@@ -136,6 +146,9 @@ static int plan(hreq *r, const vw_index *ix, vq *q) {
 
 struct rows_out {
   json_w *w;
+  hreq *r;                    /* attachments=true: included documents carry their content */
+  int attachments;
+  int rc;                     /* reading an attachment failed */
 };
 
 static int put_row(void *arg, const vw_row *row) {
@@ -148,6 +161,9 @@ static int put_row(void *arg, const vw_row *row) {
   json_w_keyz(w, "value");
   json_w_raw(w, row->value, row->value_len);
   if (row->has_doc) {
+    struct rows_out *ro = arg;
+    hatt_ro att = {.data = 1};
+    if (row->doc && ro->attachments && !ro->rc) ro->rc = hatt_doc(ro->r->app->db, &ro->r->a, row->doc, &att, NULL, NULL);
     json_w_keyz(w, "doc");
     if (row->doc) json_w_val(w, row->doc);
     else json_w_null(w);
@@ -179,7 +195,7 @@ static int one_query(hreq *r, vjob *j, vq *q) {
   json_w w;
   json_w_init(&w, &q->out);
   json_w_obj_begin(&w);
-  struct rows_out ro = {&w};
+  struct rows_out ro = {&w, r, q->a.attachments, 0};
   int rc = 0;
   if (!q->a.red) {
     vw_map_opts o = {.ranges = q->ranges, .n_ranges = q->n_ranges, .descending = q->a.descending, .skip = q->a.skip,
@@ -202,6 +218,7 @@ static int one_query(hreq *r, vjob *j, vq *q) {
     json_w_keyz(&w, "rows");
     json_w_arr_begin(&w);
     if (!rc) rc = vw_map_rows(db, j->ix, q->v->slot, &o, put_row, &ro);
+    if (!rc) rc = ro.rc;
     json_w_arr_end(&w);
   } else {
     if (q->a.update_seq) {
@@ -305,7 +322,7 @@ static int list_map_row(void *arg, const vw_row *row) {
   buf_init(&b);
   json_w w;
   json_w_init(&w, &b);
-  struct rows_out ro = {&w};
+  struct rows_out ro = {&w, NULL, 0, 0};
   put_row(&ro, row);
   int rc = json_w_finish(&w) ? DV_ENOMEM : list_row_json(arg, (char *)b.p, b.len);
   buf_free(&b);
@@ -317,7 +334,7 @@ static int list_red_row(void *arg, const vw_red_row *row) {
   buf_init(&b);
   json_w w;
   json_w_init(&w, &b);
-  struct rows_out ro = {&w};
+  struct rows_out ro = {&w, NULL, 0, 0};
   put_red(&ro, row);
   int rc = json_w_finish(&w) ? DV_ENOMEM : list_row_json(arg, (char *)b.p, b.len);
   buf_free(&b);
@@ -661,7 +678,11 @@ int api_view_cleanup(store_db *db) {
 
 /* ---- routes ------------------------------------------------------------------------- */
 
+/* POST /{db}/_temp_view: gone since CouchDB 2.0 */
+static void hapi_temp_view(hreq *r) { hres_err(r, DV_EGONE_TEMP_VIEW); }
+
 static const http_route routes[] = {
+    {HTTP_ANY, "/{db}/_temp_view", API_NEEDS_DB, hapi_temp_view},
     {HTTP_ANY, "/{db}/_design/{id}/_view/{rest}", API_NEEDS_DB, hapi_view},
     {HTTP_ANY, "/{db}/_design/{id}/_info", API_NEEDS_DB, hapi_info},
 };

@@ -255,6 +255,8 @@ int vw_args_check(vw_args *a, int red_view, const char **why) {
     *why = msg;             \
     return DV_EQUERY_PARSE; \
   } while (0)
+  /* apply_limit ([query_server_config] query_limit, CouchDB's default) */
+  if (a->limit > VW_LIMIT_MAX) FAIL("Limit is too large, must not exceed 268435456");
   /* determine_group_level */
   int level;
   if (a->group == -1 && a->group_level == -1) level = 0;

@@ -176,7 +176,7 @@ typedef struct vw_row {
   const char *key, *value;    /* JSON texts */
   size_t key_len, value_len;
   int has_doc;                /* include_docs: doc is the document, or NULL (null) */
-  const json_val *doc;
+  json_val *doc;              /* (in the batch's arena: the callback may rewrite it) */
 } vw_row;
 
 typedef struct vw_map_opts {

@@ -136,11 +136,13 @@ static int row_decode(dv_arena *a, const kv_pair *kv, size_t rows_len, vw_row *r
 }
 
 /* include_docs: the emitting document, or the one a value {"_id": X} names
- * (a null _id: no document). */
+ * (a null _id: no document; with "_rev": that revision, when it is a leaf
+ * — divan keeps no body of an older one). */
 static int row_doc(store_tx *t, struct batch_arg *b, vw_row *r) {
   const char *id = r->id;
   size_t n = r->id_len;
   json_val *val = NULL;
+  const json_val *lrev = NULL;
   r->has_doc = 1;
   r->doc = NULL;
   if (r->value_len && r->value[0] == '{' && !json_parse(&b->a, r->value, r->value_len, NULL, &val, NULL)) {
@@ -149,10 +151,30 @@ static int row_doc(store_tx *t, struct batch_arg *b, vw_row *r) {
     if (lid && lid->type == JSON_STRING) {
       id = lid->u.s;
       n = lid->len;
+      lrev = json_obj_getz(val, "_rev");
     }
   }
   json_val *doc = NULL;
-  int rc = store_tx_doc(t, id, n, b->o->doc_flags, &b->a, &doc);
+  int rc;
+  store_rev rv;
+  if (lrev && lrev->type == JSON_STRING) {
+    /* the live leaves are the winner and its _conflicts */
+    rc = store_tx_doc(t, id, n, b->o->doc_flags | STORE_CONFLICTS, &b->a, &doc);
+    const json_val *wr = rc ? NULL : json_obj_getz(doc, "_rev"), *cf = rc ? NULL : json_obj_getz(doc, "_conflicts");
+    int is_winner = wr && wr->type == JSON_STRING && wr->len == lrev->len && !memcmp(wr->u.s, lrev->u.s, lrev->len);
+    int is_leaf = 0;
+    for (size_t i = 0; !is_winner && cf && cf->type == JSON_ARRAY && i < cf->len; i++)
+      is_leaf |= cf->u.items[i]->type == JSON_STRING && cf->u.items[i]->len == lrev->len &&
+                 !memcmp(cf->u.items[i]->u.s, lrev->u.s, lrev->len);
+    if (!rc && is_winner && !(b->o->doc_flags & STORE_CONFLICTS)) json_obj_del(doc, "_conflicts", 10);
+    if (!rc && !is_winner) {
+      doc = NULL;
+      rc = is_leaf && !store_rev_parse(lrev->u.s, lrev->len, &b->a, &rv) ? store_tx_leaf_doc(t, id, n, &rv, &b->a, &doc)
+                                                                       : DV_ENOT_FOUND;
+    }
+  } else {
+    rc = store_tx_doc(t, id, n, b->o->doc_flags, &b->a, &doc);
+  }
   if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) return 0;
   r->doc = doc;
   return rc;

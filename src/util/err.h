@@ -167,7 +167,8 @@
   X(QS_LANG,       -4405, 500, "unknown_query_language", "No query server for this language.", 0) \
   /* views (index/view.h, vreduce.h, vtree.h) */                             \
   X(VIEW_BUILTIN,  -4501, 500, "builtin_reduce_error", "A built-in reduce could not reduce the values.", 0) \
-  X(VIEW_COMPILE,  -4502, 400, "compilation_error", "A view's function does not compile.", 0)
+  X(VIEW_COMPILE,  -4502, 400, "compilation_error", "A view's function does not compile.", 0) \
+  X(GONE_TEMP_VIEW,-4503, 410, "gone", "Temporary views are not supported in CouchDB", 0)
 
 enum {
 #define DV_ERR_ENUM(name, code, http, err, reason, cls) DV_E##name = (code),

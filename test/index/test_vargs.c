@@ -66,6 +66,8 @@ TEST(vargs_errors) {
       {"startkey=foo", 0, "bad_request: invalid UTF-8 JSON"},
       {"key=\"a\"&endkey=\"b\"", 0, "ok"},
       {"unknown=1&list=x", 0, "ok"},
+      {"limit=268435456", 0, "ok"},
+      {"limit=268435457", 0, "Limit is too large, must not exceed 268435456"},
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
     const char *got = run(t[i].qs, t[i].red, NULL);
