@@ -21,6 +21,7 @@
 #include "index/collate.h"
 #include "index/vargs.h"
 #include "index/view.h"
+#include "util/alloc.h"
 
 /* One query of a request. */
 typedef struct vq {
@@ -51,6 +52,7 @@ typedef struct vjob {
   size_t n;
   int multi;                  /* /queries: {"results":[…]} */
   vlist *list;                /* _list: the rows go to it */
+  int stream;                 /* one map query: its rows are streamed (vstream) */
   int rc;
   vw_err e;
 } vjob;
@@ -256,12 +258,116 @@ static void view_work(hreq *r) {
     lazy |= j->q[i].a.update == VW_UPDATE_LAZY;
   }
   j->rc = update ? vw_refresh(r->app->db, j->ix, &r->a, &j->e) : 0;
-  for (size_t i = 0; !j->rc && i < j->n; i++) j->rc = one_query(r, j, &j->q[i]);
+  j->stream = !j->multi && j->n == 1 && !j->q[0].a.red && r->method != HM_HEAD; /* a HEAD has no body to stream */
+  for (size_t i = 0; !j->rc && !j->stream && i < j->n; i++) j->rc = one_query(r, j, &j->q[i]);
   if (lazy) vw_kick(r->app->db_name, j->ix);
+}
+
+/* ---- a streamed map answer (DESIGN.md "Long reads") ------------------------------------
+ * The head (total_rows, offset, update_seq) is written first, then each
+ * feed step reads one batch of rows in its own transaction and sends it,
+ * so an answer of any size holds one batch in memory. The request (its
+ * arena, its db handle, the query's ranges) lives until the answer ends. */
+
+typedef struct vstream {
+  hreq *r;
+  vjob *j;
+  vw_map_opts o;
+  vw_map_iter *it;
+  dv_buf head;
+  int nrows;                  /* rows sent */
+} vstream;
+
+struct stream_out {
+  vstream *s;
+  dv_buf *out;
+};
+
+static int stream_row(void *arg, const vw_row *row) {
+  struct stream_out *so = arg;
+  dv_buf b;
+  buf_init(&b);
+  json_w w;
+  json_w_init(&w, &b);
+  struct rows_out ro = {&w, so->s->r, so->s->j->q[0].a.attachments, 0};
+  put_row(&ro, row);
+  int rc = ro.rc ? ro.rc : json_w_finish(&w) ? DV_ENOMEM : 0;
+  if (!rc) {
+    buf_puts(so->out, so->s->nrows++ ? ",\r\n" : "\r\n");
+    buf_append(so->out, b.p, b.len);
+  }
+  buf_free(&b);
+  return rc;
+}
+
+static int stream_step(void *arg, hfeed *f, dv_buf *out) {
+  (void)f;
+  vstream *s = arg;
+  if (s->head.len) {
+    buf_append(out, s->head.p, s->head.len);
+    buf_free(&s->head);
+  }
+  int done = 0;
+  struct stream_out so = {s, out};
+  if (vw_map_iter_next(s->it, stream_row, &so, &done)) return HF_FAIL; /* the status is sent: cut the body */
+  if (!done) return buf_error(out) ? HF_FAIL : HF_MORE;
+  buf_puts(out, "\r\n]}\n");
+  return buf_error(out) ? HF_FAIL : HF_DONE;
+}
+
+static void stream_done(void *arg) {
+  vstream *s = arg;
+  vw_map_iter_free(s->it);
+  buf_free(&s->head);
+  dv_free(s);
+}
+
+static const hfeed_ops stream_ops = {stream_step, stream_done};
+
+static void stream_start(hreq *r, vjob *j) {
+  vq *q = &j->q[0];
+  vstream *s = dv_calloc(1, sizeof *s);
+  if (!s) {
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  s->r = r;
+  s->j = j;
+  buf_init(&s->head);
+  s->o = (vw_map_opts){.ranges = q->ranges, .n_ranges = q->n_ranges, .descending = q->a.descending, .skip = q->a.skip,
+                       .limit = q->a.limit, .include_docs = q->a.include_docs,
+                       .doc_flags = (q->a.conflicts == 1 ? STORE_CONFLICTS : 0) |
+                                    (q->a.att_encoding_info ? STORE_ATT_INFO : 0)};
+  uint64_t total = 0, offset = 0;
+  int rc = vw_map_meta(r->app->db, j->ix, q->v->slot, &s->o, &total, &offset);
+  char seq[STORE_SEQ_STR] = "0";
+  if (!rc && q->a.update_seq) {
+    vw_info in;
+    if (!(rc = vw_info_get(r->app->db, j->ix, &in)) && in.have_seq) store_seq_format(&in.seq, seq);
+  }
+  if (!rc) rc = vw_map_iter_new(r->app->db, j->ix, q->v->slot, &s->o, &s->it);
+  if (rc) {
+    stream_done(s);
+    hres_err(r, rc);
+    return;
+  }
+  buf_printf(&s->head, "{\"total_rows\":%llu,\"offset\":%llu", (unsigned long long)total, (unsigned long long)offset);
+  if (q->a.update_seq) buf_printf(&s->head, ",\"update_seq\":\"%s\"", seq);
+  buf_puts(&s->head, ",\"rows\":[");
+  if (buf_error(&s->head)) {
+    stream_done(s);
+    hres_err(r, DV_ENOMEM);
+    return;
+  }
+  hres_feed(r, 200, "application/json", &stream_ops, s);
 }
 
 static void view_then(hreq *r) {
   vjob *j = r->app->pending;
+  if (!j->rc && j->stream) {
+    stream_start(r, j);
+    return;
+  }
   if (j->rc) {
     qs_err e = {j->e.error, j->e.reason};
     api_qs_fail(r, j->rc, j->e.error ? &e : NULL);

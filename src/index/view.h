@@ -200,6 +200,15 @@ int vw_map_meta(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts
 int vw_map_rows(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts *o, vw_row_fn fn, void *arg)
     DV_MUST_CHECK;
 
+/* The same rows a batch at a time (a streamed answer): each _next reads
+ * one batch in one transaction and hands its rows to fn; *done once
+ * every row was handed. o must outlive the iterator. */
+typedef struct vw_map_iter vw_map_iter;
+int vw_map_iter_new(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts *o, vw_map_iter **out)
+    DV_MUST_CHECK;
+int vw_map_iter_next(vw_map_iter *it, vw_row_fn fn, void *arg, int *done) DV_MUST_CHECK;
+void vw_map_iter_free(vw_map_iter *it);
+
 /* One reduce row: key (JSON text, "null" without grouping), and either
  * value (JSON text) or error/reason (a reduction that failed: CouchDB's
  * error row). */

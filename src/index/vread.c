@@ -230,46 +230,94 @@ static int rows_prefix(store_db *db, const vw_index *ix, size_t slot, dv_buf *ro
   return rc;
 }
 
-int vw_map_rows(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts *o, vw_row_fn fn, void *arg) {
-  dv_buf rows;
-  buf_init(&rows);
+struct vw_map_iter {
+  store_db *db;
+  const vw_index *ix;
+  size_t slot;
+  const vw_map_opts *o;
+  dv_buf rows;                /* the slot's rows prefix */
   struct batch_arg b;
-  memset(&b, 0, sizeof b);
-  b.o = o;
-  buf_init(&b.lo);
-  buf_init(&b.hi);
-  buf_init(&b.next);
-  arena_init(&b.a, 0);
-  b.skip = o->skip;
-  b.want = o->limit;
-  int rc = rows_prefix(db, ix, slot, &rows, NULL);
-  b.rows_len = rows.len;
-  for (size_t k = 0; !rc && k < o->n_ranges && b.want != 0; k++) {
-    rc = range_bounds(&rows, &ix->slots[slot], &o->ranges[k], o->descending, &b.lo, &b.hi);
-    while (!rc && before(&b.lo, &b.hi) && b.want != 0) {
-      rc = store_db_run(db, batch_fn, &b);
-      if (rc) break;
-      b.skip -= b.skipped;
-      for (size_t i = 0; !rc && i < b.n; i++) {
-        rc = fn(arg, &b.rows[i]);
-        if (b.want > 0) b.want--;
-      }
-      if (rc || !b.more || !b.read) break;
-      if (o->descending) {
-        buf_reset(&b.hi);
-        buf_append(&b.hi, b.next.p, b.next.len);
-      } else {
-        buf_reset(&b.lo);
-        buf_append(&b.lo, b.next.p, b.next.len);
-      }
-      if (buf_error(&b.lo) || buf_error(&b.hi)) rc = DV_ENOMEM;
-    }
+  size_t k;                   /* the range being read */
+  int in_range;               /* b.lo/b.hi hold what is left of range k */
+};
+
+int vw_map_iter_new(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts *o, vw_map_iter **out) {
+  vw_map_iter *it = dv_calloc(1, sizeof *it);
+  if (!it) return DV_ENOMEM;
+  *it = (vw_map_iter){.db = db, .ix = ix, .slot = slot, .o = o};
+  buf_init(&it->rows);
+  it->b.o = o;
+  buf_init(&it->b.lo);
+  buf_init(&it->b.hi);
+  buf_init(&it->b.next);
+  arena_init(&it->b.a, 0);
+  it->b.skip = o->skip;
+  it->b.want = o->limit;
+  int rc = rows_prefix(db, ix, slot, &it->rows, NULL);
+  it->b.rows_len = it->rows.len;
+  if (rc) {
+    vw_map_iter_free(it);
+    return rc;
   }
-  buf_free(&rows);
-  buf_free(&b.lo);
-  buf_free(&b.hi);
-  buf_free(&b.next);
-  arena_free(&b.a);
+  *out = it;
+  return 0;
+}
+
+void vw_map_iter_free(vw_map_iter *it) {
+  if (!it) return;
+  buf_free(&it->rows);
+  buf_free(&it->b.lo);
+  buf_free(&it->b.hi);
+  buf_free(&it->b.next);
+  arena_free(&it->b.a);
+  dv_free(it);
+}
+
+int vw_map_iter_next(vw_map_iter *it, vw_row_fn fn, void *arg, int *done) {
+  struct batch_arg *b = &it->b;
+  const vw_map_opts *o = it->o;
+  int rc = 0;
+  *done = 0;
+  for (;;) { /* to the next range that has rows left, then one batch of it */
+    if (b->want == 0 || (!it->in_range && it->k >= o->n_ranges)) {
+      *done = 1;
+      return 0;
+    }
+    if (!it->in_range) {
+      rc = range_bounds(&it->rows, &it->ix->slots[it->slot], &o->ranges[it->k], o->descending, &b->lo, &b->hi);
+      if (rc) return rc;
+      it->in_range = 1;
+    }
+    if (before(&b->lo, &b->hi)) break;
+    it->in_range = 0;
+    it->k++;
+  }
+  rc = store_db_run(it->db, batch_fn, b);
+  if (rc) return rc;
+  b->skip -= b->skipped;
+  for (size_t i = 0; !rc && i < b->n; i++) {
+    rc = fn(arg, &b->rows[i]);
+    if (b->want > 0) b->want--;
+  }
+  if (rc) return rc;
+  if (!b->more || !b->read) { /* this range is done */
+    it->in_range = 0;
+    it->k++;
+  } else {
+    dv_buf *move = o->descending ? &b->hi : &b->lo;
+    buf_reset(move);
+    buf_append(move, b->next.p, b->next.len);
+    if (buf_error(move)) return DV_ENOMEM;
+  }
+  return 0;
+}
+
+int vw_map_rows(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts *o, vw_row_fn fn, void *arg) {
+  vw_map_iter *it;
+  int rc = vw_map_iter_new(db, ix, slot, o, &it);
+  int done = 0;
+  while (!rc && !done) rc = vw_map_iter_next(it, fn, arg, &done);
+  vw_map_iter_free(it);
   return rc == 1 ? 0 : rc;
 }
 
