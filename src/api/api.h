@@ -182,6 +182,9 @@ struct api_write {
   store_wctx wc;          /* who writes, as long as the store may ask */
   store_user su;
   void *off;              /* a write run off the pool (its database has JavaScript validators: authn.c) */
+  void (*then)(hreq *r);  /* the handler's continuation (api_update runs its own first) */
+  store_edit *edits;      /* what was written, for that first look */
+  size_t n;
 };
 /* Write edits[0..n) as the requester without holding a thread while they
  * commit: then(r) runs on a pool thread once they are durable (or failed:

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "index/view.h"
 #include "repl/repl.h"
 
 static const char *hdr_of(void *arg, const char *name) { return hreq_hdr(arg, name); }
@@ -166,9 +167,29 @@ static void js_update(void *arg) {
   store_update_async(r->app->db, &r->app->write->wc, o->edits, o->n, o->new_edits, api_committed, r);
 }
 
+/* After a write: a design document with views written is handed to the
+ * view builder, so its index is built in the background (CouchDB's ken)
+ * before the first query asks; then the handler's continuation. */
+static void update_then(hreq *r) {
+  api_write *w = r->app->write;
+  for (size_t i = 0; !w->rc && i < w->n; i++) {
+    store_edit *e = &w->edits[i];
+    vw_index *ix;
+    if (e->rc || e->deleted || e->id_len < 9 || memcmp(e->id, "_design/", 8) || !e->body) continue;
+    if (vw_from_ddoc(&r->a, e->body, &ix)) continue;
+    ix->ddoc_id = arena_strndup(&r->a, e->id, e->id_len);
+    vw_kick(r->app->db_name, ix);
+  }
+  w->then(r);
+}
+
 void api_update(hreq *r, api_write *w, store_edit *edits, size_t n, int new_edits, void (*then)(hreq *r)) {
   api_wctx(r, &w->wc, &w->su);
   r->app->write = w;
+  w->then = then;
+  w->edits = edits;
+  w->n = n;
+  then = update_then;
   off_write *o = store_db_slow_validators(r->app->db) > 0 ? arena_alloc(&r->a, sizeof *o) : NULL;
   hres_defer_then(r, then);
   if (o) {

@@ -737,7 +737,10 @@ typedef struct vw_job {
   char *db;
   char *def;
   size_t def_len;
+  char *ddoc;                 /* for /_active_tasks */
   uint8_t sig[VW_SIG_LEN];
+  int64_t purge_since;        /* the last step's purge_seq */
+  int task;                   /* its /_active_tasks row, -1 before the first step */
 } vw_job;
 
 static struct {
@@ -761,8 +764,10 @@ int vw_building(const char *db, const vw_index *ix) {
 
 static void job_free(vw_job *j) {
   if (!j) return;
+  task_step(j->task, 0, 1);
   dv_free(j->db);
   dv_free(j->def);
+  dv_free(j->ddoc);
   dv_free(j);
 }
 
@@ -776,8 +781,10 @@ void vw_kick(const char *db, const vw_index *ix) {
       j->db = dv_strndup(db, strlen(db));
       j->def = dv_strndup(ix->def, ix->def_len);
       j->def_len = ix->def_len;
+      j->ddoc = dv_strndup(ix->ddoc_id ? ix->ddoc_id : "", ix->ddoc_id ? strlen(ix->ddoc_id) : 0);
+      j->task = -1;
       memcpy(j->sig, ix->sig, VW_SIG_LEN);
-      if (!j->db || !j->def) {
+      if (!j->db || !j->def || !j->ddoc) {
         job_free(j);
       } else {
         if (VB.tail) VB.tail->next = j;
@@ -788,6 +795,39 @@ void vw_kick(const char *db, const vw_index *ix) {
     }
   }
   pthread_mutex_unlock(&VB.mu);
+}
+
+/* One step of a job (its own transaction, its own session): 1 when the
+ * index is up to date (or cannot be built: the error is logged), 0 when
+ * steps are left. The builder takes jobs round robin, one step each, so
+ * indexes building at once share it. */
+static int job_step(vw_job *j) {
+  store_db *db;
+  if (store_db_open(VB.s, j->db, &db)) return 1; /* the database is gone */
+  dv_arena a;
+  arena_init(&a, 0);
+  vw_index *ix;
+  int done = 1;
+  if (!vw_from_def(&a, j->def, j->def_len, &ix)) {
+    ix->ddoc_id = j->ddoc;
+    vw_session ss;
+    vw_step_result r = {0};
+    int rc = vw_session_open(ix, &ss);
+    if (!rc && j->task < 0) j->task = task_begin(db, ix);
+    if (!rc) rc = vw_step(db, ix, &ss, j->purge_since, &r);
+    if (rc) {
+      fprintf(stderr, "[error] view index %s of %s: %s: %s\n", ix->sig_hex, j->db, ss.e.error ? ss.e.error : dv_err_name(rc),
+              ss.e.reason ? ss.e.reason : dv_strerror(rc));
+    } else {
+      task_step(j->task, r.docs, 0);
+      j->purge_since = r.purge_seq;
+      done = r.done;
+    }
+    vw_session_close(&ss);
+  }
+  arena_free(&a);
+  store_db_close(db);
+  return done;
 }
 
 static void *builder_main(void *arg) {
@@ -801,26 +841,23 @@ static void *builder_main(void *arg) {
     }
     VB.q = j->next;
     if (!VB.q) VB.tail = NULL;
+    j->next = NULL;
     snprintf(VB.running_db, sizeof VB.running_db, "%s", j->db);
     memcpy(VB.running_sig, j->sig, VW_SIG_LEN);
     VB.running = 1;
     pthread_mutex_unlock(&VB.mu);
-    store_db *db;
-    if (!store_db_open(VB.s, j->db, &db)) {
-      dv_arena a;
-      arena_init(&a, 0);
-      vw_index *ix;
-      if (!vw_from_def(&a, j->def, j->def_len, &ix)) {
-        vw_err e = {0};
-        if (vw_refresh(db, ix, &a, &e) && e.error)
-          fprintf(stderr, "[error] view index %s of %s: %s: %s\n", ix->sig_hex, j->db, e.error, e.reason);
-      }
-      arena_free(&a);
-      store_db_close(db);
-    }
-    job_free(j);
+    int done = job_step(j);
     pthread_mutex_lock(&VB.mu);
     VB.running = 0;
+    if (done || VB.stop) {
+      pthread_mutex_unlock(&VB.mu);
+      job_free(j);
+      pthread_mutex_lock(&VB.mu);
+    } else { /* the back of the queue: the others' turn first */
+      if (VB.tail) VB.tail->next = j;
+      else VB.q = j;
+      VB.tail = j;
+    }
   }
   pthread_mutex_unlock(&VB.mu);
   return NULL;
