@@ -1,5 +1,7 @@
 /* test_view.c — views' index against a model: random documents written,
- * updated, deleted and purged (on the FoundationDB double, with
+ * updated, deleted, given conflicting branches (new_edits=false) and
+ * purged (a winner or a conflict), the model being every document's
+ * winner as the store shows it (on the FoundationDB double, with
  * commit_unknown_result injected); after each round the index is brought up to
  * date (vw_step) and every slot's rows must equal the rows a brute-force
  * evaluation of the map functions gives (in key order, byte for byte), its
@@ -19,11 +21,10 @@
 
 #define NDOCS 60
 
+/* A document's winner, as the store shows it. */
 typedef struct mdoc {
-  int live, purged_ever;
+  int live;
   int k, v, g;            /* k < 0: no "k" field */
-  store_rev rev;
-  char rev_buf[16];
 } mdoc;
 
 static const char DDOC[] =
@@ -380,33 +381,51 @@ static void model_run(int fdb) {
   static mdoc m[NDOCS];
   memset(m, 0, sizeof m);
   uint64_t seed = storet_seed("view_model", 20);
-  char id[16], body[96];
+  char id[16], body[160];
   for (int round = 0; round < 16; round++) {
     for (int op = 0; op < 60; op++) {
       int i = (int)storet_below(&seed, NDOCS);
       snprintf(id, sizeof id, "d%02d", i);
-      int what = (int)storet_below(&seed, 10);
-      /* a deleted document is recreated without a parent (it extends the tombstone) */
-      const char *parent = m[i].live ? storet_rev_str(&a, &m[i].rev) : NULL;
-      if (what < 6) { /* create or update */
-        int k = (int)storet_below(&seed, 12) - 1, v = (int)storet_below(&seed, 100), g = (int)storet_below(&seed, 3);
-        if (k >= 0) snprintf(body, sizeof body, "{\"k\":%d,\"v\":%d,\"g\":%d}", k, v, g);
-        else snprintf(body, sizeof body, "{\"v\":%d,\"g\":%d}", v, g);
-        store_rev r;
-        ASSERT_OK(storet_put(t->db, &a, id, body, parent, 0, &r));
-        m[i] = (mdoc){.live = 1, .k = k, .v = v, .g = g};
-        m[i].rev = storet_rev_dup(&a, &r);
-      } else if (what < 8 && m[i].live) { /* delete */
-        store_rev r;
-        ASSERT_OK(storet_put(t->db, &a, id, NULL, parent, 1, &r));
-        m[i].live = 0;
-        m[i].rev = storet_rev_dup(&a, &r);
-      } else if (m[i].live || m[i].rev.pos) { /* purge the whole document */
-        store_rev *out;
+      int what = (int)storet_below(&seed, 12);
+      json_val *cur = NULL; /* the winner now, with its conflicts */
+      int live = !storet_get(t->db, &a, id, NULL, STORE_CONFLICTS, &cur);
+      const json_val *crev = live ? json_obj_getz(cur, "_rev") : NULL;
+      const char *parent = crev ? arena_strndup(&a, crev->u.s, crev->len) : NULL;
+      int k = (int)storet_below(&seed, 12) - 1, v = (int)storet_below(&seed, 100), g = (int)storet_below(&seed, 3);
+      char fields[64];
+      if (k >= 0) snprintf(fields, sizeof fields, "\"k\":%d,\"v\":%d,\"g\":%d", k, v, g);
+      else snprintf(fields, sizeof fields, "\"v\":%d,\"g\":%d", v, g);
+      if (what < 5) { /* create (a deleted document: without a parent, extending the tombstone) or update */
+        snprintf(body, sizeof body, "{%s}", fields);
+        ASSERT_OK(storet_put(t->db, &a, id, body, parent, 0, NULL));
+      } else if (what < 7) { /* a conflicting branch, as replication brings it */
+        snprintf(body, sizeof body, "{\"_id\":\"%s\",\"_rev\":\"%d-%016llx%016llx\",%s}", id,
+                 1 + (int)storet_below(&seed, 3), (unsigned long long)storet_rand(&seed),
+                 (unsigned long long)storet_rand(&seed), fields);
+        ASSERT_OK(storet_put_doc(t->db, &a, body, 0, NULL));
+      } else if (what < 9 && live) { /* delete the winner (a conflict may win next) */
+        ASSERT_OK(storet_put(t->db, &a, id, NULL, parent, 1, NULL));
+      } else if (live) { /* purge the winner, or one of its conflicts */
+        const json_val *cf = json_obj_getz(cur, "_conflicts");
+        const json_val *pick = crev;
+        if (cf && cf->len && storet_chance(&seed, 1, 2)) pick = cf->u.items[storet_below(&seed, cf->len)];
+        store_rev pr = storet_rev_n(&a, pick->u.s, pick->len), *out;
         size_t np;
-        ASSERT_OK(store_purge(t->db, id, strlen(id), &m[i].rev, 1, &a, &out, &np));
-        memset(&m[i], 0, sizeof m[i]);
+        ASSERT_OK(store_purge(t->db, id, strlen(id), &pr, 1, &a, &out, &np));
       }
+    }
+    /* the model: every document's winner as the store has it now */
+    for (int i = 0; i < NDOCS; i++) {
+      snprintf(id, sizeof id, "d%02d", i);
+      json_val *d;
+      memset(&m[i], 0, sizeof m[i]);
+      if (storet_get(t->db, &a, id, NULL, 0, &d)) continue;
+      const json_val *kv = json_obj_getz(d, "k"), *vv = json_obj_getz(d, "v"), *gv = json_obj_getz(d, "g");
+      int64_t x;
+      m[i].live = 1;
+      m[i].k = kv && !json_num_int64(kv->u.s, kv->len, &x) ? (int)x : -1;
+      m[i].v = vv && !json_num_int64(vv->u.s, vv->len, &x) ? (int)x : 0;
+      m[i].g = gv && !json_num_int64(gv->u.s, gv->len, &x) ? (int)x : 0;
     }
     catch_up(t->db, ix, &ss);
     struct check_arg c = {ix, &ss, m, &a};
