@@ -63,10 +63,15 @@ test('load, start the build, kill -9 in the middle of it', async () => {
     seq = (await req('GET', D + '/_design/c/_info')).json.view_index.update_seq;
   }
   ok(seq !== '0', 'the build committed a step');
-  const tasks = (await req('GET', U + '/_active_tasks')).json;
   // the query's build and the background builder's (the design document's
-  // write kicked it) may both be at work
-  const ts = tasks.filter((x) => x.type === 'indexer' && x.design_document === '_design/c');
+  // write kicked it) may both be at work; a task counts a step just after
+  // its commit, which _info may show first
+  let tasks, ts;
+  for (const t1 = Date.now(); ; await new Promise((r) => setTimeout(r, 10))) {
+    tasks = (await req('GET', U + '/_active_tasks')).json;
+    ts = tasks.filter((x) => x.type === 'indexer' && x.design_document === '_design/c');
+    if (ts.some((t) => t.changes_done > 0) || Date.now() - t1 > 5000) break;
+  }
   ok(ts.length, 'an indexer task while it builds: ' + JSON.stringify(tasks));
   for (const t of ts) {
     eq(t.database, 'crash');
