@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,6 +89,7 @@ static struct {
   int started;
   unsigned timeout_ms;
   size_t js_mem;
+  qs_reduce_limit reduce_limit;
   qs_lang langs[QS_MAX_LANGS];
   size_t n_langs;
   qs_stats st;
@@ -317,6 +319,11 @@ int qs_start(dv_config *cfg) {
   Q.timeout_ms = t < 1 ? 1 : t > 3600000 ? 3600000 : (unsigned)t;
   long long mem = cfg ? config_get_int(cfg, "query_server_config", "js_memory_limit", 64LL << 20) : 64LL << 20;
   Q.js_mem = mem < (8LL << 20) ? (8u << 20) : mem > (4LL << 30) ? (size_t)4 << 30 : (size_t)mem;
+  Q.reduce_limit = QS_REDUCE_LIMIT_ON;
+  char *rl = cfg ? config_get(cfg, "query_server_config", "reduce_limit") : NULL;
+  if (rl && !strcasecmp(rl, "false")) Q.reduce_limit = QS_REDUCE_LIMIT_OFF;
+  else if (rl && !strcasecmp(rl, "log")) Q.reduce_limit = QS_REDUCE_LIMIT_LOG;
+  dv_free(rl);
   long long nctx = cfg ? config_get_int(cfg, "divan", "js_contexts", 4) : 4;
   long long nproc = cfg ? config_get_int(cfg, "query_server_config", "os_process_limit", 100) : 100;
   size_t emb_limit = nctx < 1 ? 1 : nctx > 256 ? 256 : (size_t)nctx;
@@ -385,6 +392,13 @@ void qs_stop(void) {
   }
   Q.n_langs = 0;
   pthread_mutex_unlock(&Q.mu);
+}
+
+qs_reduce_limit qs_get_reduce_limit(void) {
+  pthread_mutex_lock(&Q.mu);
+  qs_reduce_limit r = Q.started ? Q.reduce_limit : QS_REDUCE_LIMIT_ON;
+  pthread_mutex_unlock(&Q.mu);
+  return r;
 }
 
 int qs_has_lang(const char *lang) {

@@ -65,6 +65,12 @@ typedef struct qs_err {
   const char *reason; /* its reason text */
 } qs_err;
 
+/* [query_server_config] reduce_limit: "true" (CouchDB's default; a
+ * JavaScript reduce whose answer does not shrink is reduce_overflow_error),
+ * "log" (logged, the answer kept) or "false" (no check). */
+typedef enum qs_reduce_limit { QS_REDUCE_LIMIT_ON, QS_REDUCE_LIMIT_LOG, QS_REDUCE_LIMIT_OFF } qs_reduce_limit;
+qs_reduce_limit qs_get_reduce_limit(void);
+
 /* Does dd's language have a query server (embedded or in the ini)? */
 int qs_has_lang(const char *lang);
 

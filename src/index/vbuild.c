@@ -182,7 +182,11 @@ int vw_session_open(const vw_index *ix, vw_session *ss) {
   vw_cmd(&w, &line, "reset");
   json_w_obj_begin(&w);
   json_w_keyz(&w, "reduce_limit");
-  json_w_bool(&w, 1);
+  switch (qs_get_reduce_limit()) {
+  case QS_REDUCE_LIMIT_LOG: json_w_strz(&w, "log"); break;
+  case QS_REDUCE_LIMIT_OFF: json_w_bool(&w, 0); break;
+  default: json_w_bool(&w, 1);
+  }
   json_w_obj_end(&w);
   rc = vw_session_prompt(ss, &w, &line);
   if (!rc && ix->lib_json) {

@@ -43,9 +43,10 @@
  *             remapped). The state row is read conflict-checked, so two
  *             builders of one index (two processes) never both commit a
  *             step.
- *   builders: VW_BUILDERS threads take indexes that need work from a
- *             queue, one step at a time, back of the queue after each, so
- *             indexes building at once share the machine.
+ *   builder: one thread takes indexes that need work from a queue (a
+ *             design document's write adds its index), one step at a
+ *             time, back of the queue after each, so indexes building at
+ *             once share the machine.
  */
 #ifndef DV_INDEX_VIEW_H
 #define DV_INDEX_VIEW_H

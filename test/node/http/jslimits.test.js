@@ -6,7 +6,9 @@
 // functions) keep answering, and the server lives on; so is a
 // validate_doc_update that loops, while other writes go on; a design document
 // whose language has no query server answers unknown_query_language; an
-// external query server from [query_servers] runs a validator.
+// external query server from [query_servers] runs a validator;
+// [query_server_config] reduce_limit = false and = log let a JavaScript
+// reduce that does not shrink answer (the default is its error).
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -151,6 +153,37 @@ test('an external query server from [query_servers] runs a validator', async () 
   eq((await req('DELETE', D + '/_design/words?rev=' + dd.json.rev)).status, 200);
   r = await req('PUT', D + '/w2', { text: 'spam and ham' });
   eq(r.status, 201, r.text);
+});
+
+test('[query_server_config] reduce_limit: true (the default) refuses a reduce that does not shrink, false and log let it answer', async () => {
+  const ddoc = {
+    views: {
+      grow: {
+        map: fn(function (doc) { emit(doc._id, 1); }),
+        reduce: fn(function (keys, values) { var a = []; for (var i = 0; i < 1000; i++) a.push('wazzap'); return a; }),
+      },
+    },
+  };
+  for (const limit of [null, 'true', 'false', 'log']) {
+    const s = await startDivan(limit === null ? {} : { config: `[query_server_config]\nreduce_limit = ${limit}\n` });
+    try {
+      const d = s.url + '/rl';
+      eq((await req('PUT', d)).status, 201);
+      eq((await req('POST', d + '/_bulk_docs', { docs: [{ _id: 'a' }, { _id: 'b' }, { _id: 'c' }] })).status, 201);
+      eq((await req('PUT', d + '/_design/r', ddoc)).status, 201);
+      const r = await req('GET', d + '/_design/r/_view/grow');
+      eq(r.status, 200, r.text);
+      const row = r.json.rows[0];
+      if (limit === null || limit === 'true') {
+        eq(row.error, 'reduce_overflow_error', JSON.stringify(row).slice(0, 200));
+      } else {
+        ok(Array.isArray(row.value) && row.value.length === 1000, `reduce_limit = ${limit}: ` + JSON.stringify(row).slice(0, 200));
+        if (limit === 'log') ok(/Reduce output must shrink more rapidly/.test(s.log()), 'logged: ' + s.log().slice(-2000));
+      }
+    } finally {
+      await s.stop();
+    }
+  }
 });
 
 test('stop', async () => {
