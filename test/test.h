@@ -7,6 +7,8 @@
  *
  * Assertions print file:line and the values, then abort the child.
  * test_tmpdir() is a fresh directory for this test, removed afterwards.
+ * LEAK_CHECK() asks LeakSanitizer for leaks now, in a sanitized build (the
+ * runner's children end with _exit, which skips the exit-time check).
  */
 #ifndef DV_TEST_H
 #define DV_TEST_H
@@ -75,5 +77,19 @@ void test_fail_(const char *file, int line, const char *fmt, ...)
                  test_hex(b_, bn_));                                          \
     }                                                                         \
   } while (0)
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DV_HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DV_HAVE_LSAN 1
+#endif
+#endif
+#ifdef DV_HAVE_LSAN
+#include <sanitizer/lsan_interface.h>
+#define LEAK_CHECK() ASSERT_EQ(__lsan_do_recoverable_leak_check(), 0)
+#else
+#define LEAK_CHECK() ((void)0)
+#endif
 
 #endif

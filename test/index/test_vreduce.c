@@ -16,22 +16,6 @@
 
 #define J idxt_json
 
-/* LeakSanitizer on demand: the runner's children end with _exit, which
- * skips the exit-time leak check (as test/util/test_config.c does). */
-#if defined(__SANITIZE_ADDRESS__)
-#define DV_HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DV_HAVE_LSAN 1
-#endif
-#endif
-#ifdef DV_HAVE_LSAN
-#include <sanitizer/lsan_interface.h>
-#define LEAK_CHECK() ASSERT_EQ(__lsan_do_recoverable_leak_check(), 0)
-#else
-#define LEAK_CHECK() ((void)0)
-#endif
-
 /* The reason of _sum's error object, as JSON string content. */
 #define SUMERR                                                                                              \
   "The _sum function requires that map values be numbers, arrays of numbers, or objects. Objects cannot be " \

@@ -19,22 +19,6 @@
 #include "util/alloc.h"
 #include "util/arena.h"
 
-/* LeakSanitizer on demand: the runner's children end with _exit, which
- * skips the exit-time leak check (as test/util/test_config.c). */
-#if defined(__SANITIZE_ADDRESS__)
-#define DV_HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DV_HAVE_LSAN 1
-#endif
-#endif
-#ifdef DV_HAVE_LSAN
-#include <sanitizer/lsan_interface.h>
-#define LEAK_CHECK() ASSERT_EQ(__lsan_do_recoverable_leak_check(), 0)
-#else
-#define LEAK_CHECK() ((void)0)
-#endif
-
 /* ---- the test's own SipHash-2-4 and lv -------------------------------------- */
 
 static uint64_t rd64(const uint8_t *p) {

@@ -19,22 +19,6 @@
 #include "util/buf.h"
 #include "util/config.h"
 
-/* LeakSanitizer on demand: the runner's children end with _exit, which
- * skips the exit-time leak check, so the allocation tests ask for one. */
-#if defined(__SANITIZE_ADDRESS__)
-#define DV_HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DV_HAVE_LSAN 1
-#endif
-#endif
-#ifdef DV_HAVE_LSAN
-#include <sanitizer/lsan_interface.h>
-#define LEAK_CHECK() ASSERT_EQ(__lsan_do_recoverable_leak_check(), 0)
-#else
-#define LEAK_CHECK() ((void)0)
-#endif
-
 /* ---- helpers ---- */
 
 static void tmp_path(char *out, size_t n, const char *name) {
