@@ -33,7 +33,7 @@ const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table } = require('./lib');
+const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad } = require('./lib');
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const NDOCS = Number(process.env.BENCH_DOCS || 100000);
@@ -82,11 +82,6 @@ function wrk(url, mode, conns, seconds, env) {
   });
 }
 
-function pct(sorted, p) {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 // ------------------------------------------------------------- workloads
 
 function docBody(i) {
@@ -98,19 +93,7 @@ function docBody(i) {
 // 100,000 docs into db `big`: 1,000-doc _bulk_docs, 4 in flight.
 async function preload(s) {
   await must(s, 'PUT', '/big', undefined, [201, 202]);
-  const t0 = Date.now();
-  let next = 0;
-  async function worker() {
-    while (next < NDOCS) {
-      const from = next;
-      next += 1000;
-      const docs = [];
-      for (let i = from; i < Math.min(from + 1000, NDOCS); i++) docs.push(docBody(i));
-      await must(s, 'POST', '/big/_bulk_docs', { docs }, [201]);
-    }
-  }
-  await Promise.all([worker(), worker(), worker(), worker()]);
-  const secs = (Date.now() - t0) / 1000;
+  const secs = await bulkLoad(must, s, 'big', NDOCS, docBody);
   const info = JSON.parse((await must(s, 'GET', '/big', undefined, [200])).text);
   if (info.doc_count !== NDOCS) throw new Error(`${s.name}: big has ${info.doc_count} docs, not ${NDOCS}`);
   return secs;

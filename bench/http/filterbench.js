@@ -30,7 +30,7 @@
 //   FILTER_DOCS=20000 FILTER_SERVERS=divan node bench/http/filterbench.js
 'use strict';
 const os = require('os');
-const { log, fmt, makeTmp, describe, runBench, died, client, hold, sampler, table } = require('./lib');
+const { log, fmt, makeTmp, describe, runBench, died, client, hold, sampler, table, bulkLoad } = require('./lib');
 
 const NDOCS = Number(process.env.FILTER_DOCS || 100000);
 const RUNS = Number(process.env.FILTER_RUNS || 3);
@@ -48,19 +48,7 @@ const expected = Math.floor(NDOCS / 4) + (NDOCS % 4 > 1 ? 1 : 0); // i % 4 === 1
 async function load(s) {
   await must(s, 'PUT', '/f', undefined, [201, 202]);
   await must(s, 'PUT', '/f/_design/app', DDOC, [201, 202]);
-  const t0 = Date.now();
-  let next = 0;
-  async function worker() {
-    while (next < NDOCS) {
-      const from = next;
-      next += 1000;
-      const docs = [];
-      for (let i = from; i < Math.min(from + 1000, NDOCS); i++) docs.push(docBody(i));
-      await must(s, 'POST', '/f/_bulk_docs', { docs }, [201]);
-    }
-  }
-  await Promise.all([worker(), worker(), worker(), worker()]);
-  return NDOCS / ((Date.now() - t0) / 1000);
+  return NDOCS / await bulkLoad(must, s, 'f', NDOCS, docBody);
 }
 
 // One filtered feed: examined rows/s (best of RUNS) and rows sent.

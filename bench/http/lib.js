@@ -261,6 +261,30 @@ function sampler(pid) {
   };
 }
 
+// The p-th percentile (nearest rank) of an ascending array; NaN when empty.
+function pct(sorted, p) {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+// n documents docOf(0..n-1) into /{db} (which exists) by _bulk_docs of
+// 1,000, 4 in flight, through must (a client's); the seconds it took.
+async function bulkLoad(must, s, db, n, docOf) {
+  const t0 = Date.now();
+  let next = 0;
+  async function worker() {
+    while (next < n) {
+      const from = next;
+      next += 1000;
+      const docs = [];
+      for (let i = from; i < Math.min(from + 1000, n); i++) docs.push(docOf(i));
+      await must(s, 'POST', `/${db}/_bulk_docs`, { docs }, [201]);
+    }
+  }
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  return (Date.now() - t0) / 1000;
+}
+
 // A markdown table: head (cells), align (one letter a column: l or r),
 // rows (arrays of cells).
 function table(head, align, rows) {
@@ -272,5 +296,5 @@ function table(head, align, rows) {
 module.exports = {
   ROOT, POUCH_BIN, sleep, log, fmt, makeTmp, basicAuth,
   freePort, stopProc, startDivan, startPouch, startServers, describe, runBench, died,
-  request, client, hold, rssKiB, cpuSec, sampler, table,
+  request, client, hold, rssKiB, cpuSec, sampler, table, pct, bulkLoad,
 };

@@ -37,7 +37,7 @@
 //   MANGO_CONC=16           requests in flight per workload (default 8)
 'use strict';
 const os = require('os');
-const { log, fmt, makeTmp, describe, runBench, died, client, hold, sampler, table } = require('./lib');
+const { log, fmt, makeTmp, describe, runBench, died, client, hold, sampler, table, pct, bulkLoad } = require('./lib');
 
 const NDOCS = Number(process.env.MANGO_DOCS || 100000);
 const NREQS = Number(process.env.MANGO_REQS || 2000);
@@ -50,7 +50,6 @@ const TMP = makeTmp('divan-mangobench-');
 
 const web = client({ sockets: 16, timeoutMs: 600000 });
 const { must } = web;
-const pct = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
 const rnd = (n) => Math.floor(Math.random() * n);
 
 function docBody(i) {
@@ -60,19 +59,7 @@ function docBody(i) {
 
 async function load(s) {
   await must(s, 'PUT', '/m', undefined, [201, 202]);
-  const t0 = Date.now();
-  let next = 0;
-  async function worker() {
-    while (next < NDOCS) {
-      const from = next;
-      next += 1000;
-      const docs = [];
-      for (let i = from; i < Math.min(from + 1000, NDOCS); i++) docs.push(docBody(i));
-      await must(s, 'POST', '/m/_bulk_docs', { docs }, [201]);
-    }
-  }
-  await Promise.all([worker(), worker(), worker(), worker()]);
-  return NDOCS / ((Date.now() - t0) / 1000);
+  return NDOCS / await bulkLoad(must, s, 'm', NDOCS, docBody);
 }
 
 // POST _index on the loaded docs, then _find until the index answers.

@@ -29,7 +29,7 @@
 //   VIEW_SERVERS=divan   only one server
 'use strict';
 const os = require('os');
-const { log, fmt, makeTmp, describe, runBench, client, hold, sampler, table } = require('./lib');
+const { log, fmt, makeTmp, describe, runBench, client, hold, sampler, table, pct, bulkLoad } = require('./lib');
 
 const NDOCS = Number(process.env.VIEW_DOCS || 100000);
 const NREQS = Number(process.env.VIEW_REQS || 1000);
@@ -41,7 +41,6 @@ const TMP = makeTmp('divan-viewbench-');
 
 const web = client({ sockets: 16, timeoutMs: 3600000 });
 const { must } = web;
-const pct = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
 const rnd = (n) => Math.floor(Math.random() * n);
 
 const DDOC = {
@@ -54,20 +53,8 @@ const DDOC = {
 
 async function load(s) {
   await must(s, 'PUT', '/v', undefined, [201, 202]);
-  const t0 = Date.now();
-  let next = 0;
-  async function worker() {
-    while (next < NDOCS) {
-      const from = next;
-      next += 1000;
-      const docs = [];
-      for (let i = from; i < Math.min(from + 1000, NDOCS); i++)
-        docs.push({ _id: 'd' + String(i).padStart(7, '0'), k: i % 1000, g: i % 10, v: i % 97 });
-      await must(s, 'POST', '/v/_bulk_docs', { docs }, [201]);
-    }
-  }
-  await Promise.all([worker(), worker(), worker(), worker()]);
-  return NDOCS / ((Date.now() - t0) / 1000);
+  const docOf = (i) => ({ _id: 'd' + String(i).padStart(7, '0'), k: i % 1000, g: i % 10, v: i % 97 });
+  return NDOCS / await bulkLoad(must, s, 'v', NDOCS, docOf);
 }
 
 async function build(s) {
@@ -152,7 +139,7 @@ async function big(s) {
   const whole = await queries(s, () => '/big/_design/m/_view/s', wholeCheck);
   const one = await queries(s, () => '/big/_design/m/_view/s', wholeCheck, 1);
   const sub = await queries(s, () => { const a = rnd(10); return `/big/_design/m/_view/c?startkey=[${a},${rnd(500)}]&endkey=[${a},${500 + rnd(500)}]`; }, () => 1);
-  const g1 = await queries(s, () => '/big/_design/m/_view/c?group_level=1', rowsOf(10));
+  const g1 = await queries(s, () => '/big/_design/m/_view/c?group_level=1', rowsOf(Math.min(10, BIG)));
   return { rows, buildS, whole, one, sub, g1 };
 }
 
