@@ -11,6 +11,7 @@
  */
 #include "index/vargs.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,6 +56,17 @@ static int failf(dv_arena *ar, const char **why, const char *fmt, const char *v)
   return DV_EQUERY_PARSE;
 }
 
+/* j's JSON text in the arena (*len its length, len may be NULL); NULL when
+ * out of memory. */
+static const char *json_text(dv_arena *ar, const json_val *j, size_t *len) {
+  dv_buf b;
+  buf_init(&b);
+  const char *s = json_write(&b, j) ? NULL : arena_strndup(ar, (char *)b.p, b.len);
+  if (len) *len = b.len;
+  buf_free(&b);
+  return s;
+}
+
 /* The text of a parameter: the query string's, or a body string's. */
 static int text_of(const char *text, size_t tl, const json_val *j, const char **t, size_t *n, int *binary) {
   if (j) {
@@ -79,12 +91,8 @@ static int parse_bool(const char *text, size_t tl, const json_val *j, int *out, 
   size_t n;
   int bin;
   if (text_of(text, tl, j, &t, &n, &bin)) { /* a number, null, … in a body */
-    dv_buf b;
-    buf_init(&b);
-    if (json_write(&b, j)) return DV_ENOMEM;
-    const char *s = arena_strndup(ar, (char *)b.p, b.len);
-    buf_free(&b);
-    return failf(ar, why, "Invalid boolean parameter: %s", s ? s : "");
+    const char *s = json_text(ar, j, NULL);
+    return s ? failf(ar, why, "Invalid boolean parameter: %s", s) : DV_ENOMEM;
   }
   if (n == 4 && !strncasecmp(t, "true", 4)) *out = 1;
   else if (n == 5 && !strncasecmp(t, "false", 5)) *out = 0;
@@ -99,24 +107,12 @@ static int parse_int(const char *text, size_t tl, const json_val *j, int64_t *ou
   size_t n;
   int bin = 0;
   int64_t v = 0;
-  if (j && j->type == JSON_NUMBER) {
-    if (json_num_int64(j->u.s, j->len, &v)) {
-      dv_buf b;
-      buf_init(&b);
-      if (json_write(&b, j)) return DV_ENOMEM;
-      const char *s = arena_strndup(ar, (char *)b.p, b.len);
-      buf_free(&b);
-      return failf(ar, why, "Invalid value for integer: %s", s ? s : "");
-    }
-  } else {
-    if (text_of(text, tl, j, &t, &n, &bin)) {
-      dv_buf b;
-      buf_init(&b);
-      if (json_write(&b, j)) return DV_ENOMEM;
-      const char *s = arena_strndup(ar, (char *)b.p, b.len);
-      buf_free(&b);
-      return failf(ar, why, "Invalid value for integer: %s", s ? s : "");
-    }
+  int is_num = j && j->type == JSON_NUMBER;
+  if (is_num ? json_num_int64(j->u.s, j->len, &v) != 0 : text_of(text, tl, j, &t, &n, &bin) != 0) {
+    const char *s = json_text(ar, j, NULL); /* a body's 1.5, null, … */
+    return s ? failf(ar, why, "Invalid value for integer: %s", s) : DV_ENOMEM;
+  }
+  if (!is_num) {
     size_t i = 0;
     int neg = 0;
     if (!bin && n && (t[0] == '-' || t[0] == '+')) neg = t[i++] == '-';
@@ -165,22 +161,54 @@ static int parse_docid(const char *text, size_t tl, const json_val *j, const cha
     *len = j->len;
     return 0;
   }
-  dv_buf b;
-  buf_init(&b);
-  if (json_write(&b, j)) return DV_ENOMEM;
-  *out = arena_strndup(ar, (char *)b.p, b.len);
-  *len = b.len;
-  buf_free(&b);
+  *out = json_text(ar, j, len);
   return *out ? 0 : DV_ENOMEM;
 }
 
+/* The parameters that set one field each, as couch_mrview_http:parse_param
+ * reads them: the name, CouchDB's other spelling, how the value is read,
+ * and the field (with a docid, its length's field too). */
+enum { P_BOOL, P_INT, P_JSON, P_DOCID };
+static const struct param {
+  const char *name, *alias;
+  int kind;
+  size_t off, len_off;
+} PARAMS[] = {
+    {"reduce", NULL, P_BOOL, offsetof(vw_args, reduce), 0},
+    {"startkey", "start_key", P_JSON, offsetof(vw_args, start_key), 0},
+    {"endkey", "end_key", P_JSON, offsetof(vw_args, end_key), 0},
+    {"startkey_docid", "start_key_doc_id", P_DOCID, offsetof(vw_args, start_docid), offsetof(vw_args, start_docid_len)},
+    {"endkey_docid", "end_key_doc_id", P_DOCID, offsetof(vw_args, end_docid), offsetof(vw_args, end_docid_len)},
+    {"limit", NULL, P_INT, offsetof(vw_args, limit), 0},
+    {"skip", NULL, P_INT, offsetof(vw_args, skip), 0},
+    {"group_level", NULL, P_INT, offsetof(vw_args, group_level), 0},
+    {"group", NULL, P_BOOL, offsetof(vw_args, group), 0},
+    {"descending", NULL, P_BOOL, offsetof(vw_args, descending), 0},
+    {"inclusive_end", NULL, P_BOOL, offsetof(vw_args, inclusive_end), 0},
+    {"include_docs", NULL, P_BOOL, offsetof(vw_args, include_docs), 0},
+    {"update_seq", NULL, P_BOOL, offsetof(vw_args, update_seq), 0},
+    {"conflicts", NULL, P_BOOL, offsetof(vw_args, conflicts), 0},
+    {"sorted", NULL, P_BOOL, offsetof(vw_args, sorted), 0},
+    {"attachments", NULL, P_BOOL, offsetof(vw_args, attachments), 0},
+    {"att_encoding_info", NULL, P_BOOL, offsetof(vw_args, att_encoding_info), 0},
+};
+
 int vw_args_set(vw_args *a, const char *nm, size_t nl, const char *text, size_t tl, const json_val *j, dv_arena *ar,
                 const char **why) {
-  int b, rc = 0;
+  int rc = 0;
   if (!nl) return 0;
-  if (is(nm, nl, "reduce")) {
-    if (!(rc = parse_bool(text, tl, j, &b, ar, why))) a->reduce = b;
-  } else if (is(nm, nl, "key")) {
+  for (size_t i = 0; i < sizeof PARAMS / sizeof *PARAMS; i++) {
+    const struct param *p = &PARAMS[i];
+    if (!is(nm, nl, p->name) && !(p->alias && is(nm, nl, p->alias))) continue;
+    char *f = (char *)a + p->off;
+    switch (p->kind) {
+    case P_BOOL: return parse_bool(text, tl, j, (int *)f, ar, why);
+    case P_INT: return parse_int(text, tl, j, (int64_t *)f, 1, ar, why);
+    case P_JSON: return parse_json(text, tl, j, (const json_val **)f, ar, why);
+    default: return parse_docid(text, tl, j, (const char **)f, (size_t *)((char *)a + p->len_off), ar);
+    }
+  }
+  if (is(nm, nl, "key")) {
     const json_val *v;
     if (!(rc = parse_json(text, tl, j, &v, ar, why))) a->start_key = a->end_key = v;
   } else if (is(nm, nl, "keys")) {
@@ -193,38 +221,6 @@ int vw_args_set(vw_args *a, const char *nm, size_t nl, const char *text, size_t 
         a->keys = v;
       }
     }
-  } else if (is(nm, nl, "startkey") || is(nm, nl, "start_key")) {
-    rc = parse_json(text, tl, j, &a->start_key, ar, why);
-  } else if (is(nm, nl, "endkey") || is(nm, nl, "end_key")) {
-    rc = parse_json(text, tl, j, &a->end_key, ar, why);
-  } else if (is(nm, nl, "startkey_docid") || is(nm, nl, "start_key_doc_id")) {
-    rc = parse_docid(text, tl, j, &a->start_docid, &a->start_docid_len, ar);
-  } else if (is(nm, nl, "endkey_docid") || is(nm, nl, "end_key_doc_id")) {
-    rc = parse_docid(text, tl, j, &a->end_docid, &a->end_docid_len, ar);
-  } else if (is(nm, nl, "limit")) {
-    rc = parse_int(text, tl, j, &a->limit, 1, ar, why);
-  } else if (is(nm, nl, "skip")) {
-    rc = parse_int(text, tl, j, &a->skip, 1, ar, why);
-  } else if (is(nm, nl, "group_level")) {
-    rc = parse_int(text, tl, j, &a->group_level, 1, ar, why);
-  } else if (is(nm, nl, "group")) {
-    if (!(rc = parse_bool(text, tl, j, &b, ar, why))) a->group = b;
-  } else if (is(nm, nl, "descending")) {
-    rc = parse_bool(text, tl, j, &a->descending, ar, why);
-  } else if (is(nm, nl, "inclusive_end")) {
-    rc = parse_bool(text, tl, j, &a->inclusive_end, ar, why);
-  } else if (is(nm, nl, "include_docs")) {
-    rc = parse_bool(text, tl, j, &a->include_docs, ar, why);
-  } else if (is(nm, nl, "update_seq")) {
-    rc = parse_bool(text, tl, j, &a->update_seq, ar, why);
-  } else if (is(nm, nl, "conflicts")) {
-    if (!(rc = parse_bool(text, tl, j, &b, ar, why))) a->conflicts = b;
-  } else if (is(nm, nl, "sorted")) {
-    rc = parse_bool(text, tl, j, &a->sorted, ar, why);
-  } else if (is(nm, nl, "attachments")) {
-    rc = parse_bool(text, tl, j, &a->attachments, ar, why);
-  } else if (is(nm, nl, "att_encoding_info")) {
-    rc = parse_bool(text, tl, j, &a->att_encoding_info, ar, why);
   } else if (is(nm, nl, "stale") || is(nm, nl, "stable") || is(nm, nl, "update")) {
     const char *t;
     size_t n;
