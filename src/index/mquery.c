@@ -716,10 +716,12 @@ static int mkplan(store_db *db, dv_arena *a, const mq_req *q, int explain, plan 
       (rc = prefix_of(a, (const json_val *const *)hi, nhi, &R.u, &R.un)))
     return fail_s(why, rc, NULL);
   if (nlo == 0) R.ln = 0;
+  /* the first column's ranges; every row when there is none to narrow by
+   * (a zero-column index, or one led by _id) */
   bset s = {0, NULL, 0};
-  if (!str_is(c->col[0].s, c->col[0].n, "_id") && (rc = cover(a, q->root, &c->col[0], 0, &s)))
-    return fail_s(why, rc, NULL);
-  if (str_is(c->col[0].s, c->col[0].n, "_id")) s.full = 1;
+  int whole = !c->nc || str_is(c->col[0].s, c->col[0].n, "_id");
+  if (!whole && (rc = cover(a, q->root, &c->col[0], 0, &s))) return fail_s(why, rc, NULL);
+  if (whole) s.full = 1;
   bset rs = {0, NULL, 0};
   if ((rc = bset_add(a, &rs, R))) return fail_s(why, rc, NULL);
   if (rs.n && (rc = bset_inter(a, &s, &rs))) return fail_s(why, rc, NULL);
