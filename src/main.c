@@ -7,6 +7,7 @@
  * database logic of its own.
  */
 #include <errno.h>
+#include <execinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,43 @@ static void hooks_unload(void *arg, store_hooks *h) {
   mindex_hooks_unload(h);
 }
 
+/* A fatal signal writes its number and the stack (addresses as
+ * binary(+offset), for addr2line) to stderr, the log, before the default
+ * action ends the process (and dumps core where that is on): a crash in a
+ * test or a service leaves its cause behind. Only async-signal-safe calls;
+ * backtrace() is called once here first, as it loads libgcc on first use.
+ * A sanitizer build keeps the sanitizer's own report. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DV_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DV_SANITIZED 1
+#endif
+#endif
+
+static void on_crash(int sig) {
+  char msg[64];
+  int n = snprintf(msg, sizeof msg, "divan: fatal signal %d; stack:\n", sig);
+  if (n > 0 && write(2, msg, (size_t)n) < 0) { /* nothing left to tell */ }
+  void *frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  raise(sig); /* SA_RESETHAND: the default action now */
+}
+
+static void crash_handlers(void) {
+#ifndef DV_SANITIZED
+  void *warm[1];
+  (void)backtrace(warm, 1);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_crash;
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+#endif
+}
+
 static int cmd_serve(int argc, char **argv) {
   struct serve_opts o = {.data = "./data", .bind = "127.0.0.1", .port = 5984};
   for (int i = 0; i < argc; i++) {
@@ -325,6 +363,8 @@ static int cmd_serve(int argc, char **argv) {
       return 2;
     }
   }
+
+  crash_handlers();
 
   /* Block the stop signals in every thread; this one waits for them. */
   sigset_t stop;

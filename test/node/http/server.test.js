@@ -5,6 +5,7 @@
 // routing errors. Statuses and bodies as CouchDB 3.x answers them.
 'use strict';
 const { test, run, req, eq, ok, isErr } = require('../lib/t');
+const fs = require('fs');
 const { startDivan } = require('../lib/divan');
 
 let srv, U;
@@ -265,6 +266,20 @@ test('unsupported methods on /db: 405', async () => {
 
 test('malformed percent-encoding: 400', async () => {
   isErr(await req('GET', U + '/al%zzpha'), 400, 'bad_request');
+});
+
+test('a fatal signal leaves its stack in the log (a sanitizer build: the sanitizer\'s report)', async () => {
+  const other = await startDivan();
+  try {
+    const how = await other.signal('SIGSEGV');
+    if (/AddressSanitizer: SEGV/.test(other.log())) ok(how !== 0, String(how)); // ASan reports, then exits 1
+    else {
+      eq(how, 'SIGSEGV');
+      ok(/divan: fatal signal 11; stack:\n\S*divan\(\+0x[0-9a-f]+\)/.test(other.log()), other.log().slice(-2000));
+    }
+  } finally {
+    fs.rmSync(other.dataDir, { recursive: true, force: true });
+  }
 });
 
 test('stop', async () => { await srv.stop(); });

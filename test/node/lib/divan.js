@@ -66,9 +66,17 @@ function startDivan(opts = {}) {
       if (!m) return;
       clearTimeout(timer);
       proc.removeAllListeners('exit');
-      const exited = new Promise((res) => proc.on('exit', (code, sig) => res(code ?? sig)));
+      let halting = false;
+      const exited = new Promise((res) => proc.on('exit', (code, sig) => {
+        // a crash nobody asked for shows at once, next to the check that met
+        // it, with the stack divan's fatal-signal handler wrote
+        if (!halting && /SIGSEGV|SIGBUS|SIGILL|SIGFPE|SIGABRT/.test(String(sig)))
+          console.log(`divan (pid ${proc.pid}) died of ${sig}; its log ends:\n${log.slice(-4000)}`);
+        res(code ?? sig);
+      }));
       const halt = (sig) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return exited;
+        halting = true;
         proc.kill(sig);
         // a sanitized build's exit (LeakSanitizer's scan of a large heap) takes longer; a loaded
         // two-core machine can take seconds to close RocksDB
@@ -88,6 +96,7 @@ function startDivan(opts = {}) {
           return code;
         }),
         kill9: () => halt('SIGKILL'),
+        signal: (sig) => halt(sig), // resolves to the exit code or signal name
       });
     });
   });
