@@ -295,6 +295,7 @@ static void hooks_unload(void *arg, store_hooks *h) {
 #endif
 #endif
 
+#ifndef DV_SANITIZED
 static void on_crash(int sig) {
   char msg[64];
   int n = snprintf(msg, sizeof msg, "divan: fatal signal %d; stack:\n", sig);
@@ -303,6 +304,7 @@ static void on_crash(int sig) {
   backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
   raise(sig); /* SA_RESETHAND: the default action now */
 }
+#endif
 
 static void crash_handlers(void) {
 #ifndef DV_SANITIZED
