@@ -34,6 +34,7 @@ void arena_free(dv_arena *a) {
   dv_arena_chunk *c = a->chunks;
   while (c) {
     dv_arena_chunk *next = c->next;
+    DV_ARENA_UNPOISON(c, HDR + c->size);
     dv_free(c);
     c = next;
   }
@@ -45,7 +46,10 @@ void arena_reset(dv_arena *a) {
   dv_arena_chunk *c = a->chunks;
   while (c) {
     dv_arena_chunk *next = c->next;
-    if (c != keep) dv_free(c);
+    if (c != keep) {
+      DV_ARENA_UNPOISON(c, HDR + c->size);
+      dv_free(c);
+    }
     c = next;
   }
   a->chunks = keep;
@@ -54,6 +58,7 @@ void arena_reset(dv_arena *a) {
     keep->next = NULL;
     a->cur = chunk_data(keep);
     a->end = a->cur + keep->size;
+    DV_ARENA_POISON(a->cur, keep->size);
     a->reserved = HDR + keep->size;
     a->nchunks = 1;
   } else {
@@ -78,11 +83,11 @@ static dv_arena_chunk *new_chunk(dv_arena *a, size_t size) {
 void *arena__alloc_slow(dv_arena *a, size_t n, size_t align) {
   if (align == 0 || (align & (align - 1)) || align > 4096) return NULL;
   if (n == 0) {
-    n = 1; /* a unique pointer: retry the bump with one byte */
+    n = 1; /* a unique pointer: retry the bump with one byte (never readable under ASan) */
     uintptr_t p = ((uintptr_t)a->cur + (align - 1)) & ~(uintptr_t)(align - 1);
-    if (a->cur && p < (uintptr_t)a->end) {
-      a->used += (size_t)(p - (uintptr_t)a->cur) + 1;
-      a->cur = (uint8_t *)(p + 1);
+    if (a->cur && p < (uintptr_t)a->end && (uintptr_t)a->end - p >= 1 + DV_ARENA_RZ) {
+      a->used += (size_t)(p - (uintptr_t)a->cur) + 1 + DV_ARENA_RZ;
+      a->cur = (uint8_t *)(p + 1 + DV_ARENA_RZ);
       return (void *)p;
     }
   }
@@ -104,6 +109,7 @@ void *arena__alloc_slow(dv_arena *a, size_t n, size_t align) {
   a->current = c;
   a->cur = chunk_data(c);
   a->end = a->cur + c->size;
+  DV_ARENA_POISON(a->cur, c->size);
   return arena_alloc_align(a, n, align);
 }
 
@@ -131,11 +137,13 @@ char *arena_strndup(dv_arena *a, const char *s, size_t n) {
 void *arena_realloc(dv_arena *a, void *p, size_t old_n, size_t new_n, size_t align) {
   if (!p) return arena_alloc_align(a, new_n, align);
   uint8_t *b = p;
-  if (old_n && b + old_n == a->cur && new_n && new_n <= (size_t)(a->end - b)) {
+  if (old_n && b + old_n + DV_ARENA_RZ == a->cur && new_n && DV_ARENA_FITS((size_t)(a->end - b), new_n)) {
     /* The most recent allocation: grow or shrink in place. */
     if (new_n >= old_n) a->used += new_n - old_n;
     else a->used -= old_n - new_n;
-    a->cur = b + new_n;
+    if (new_n < old_n) DV_ARENA_POISON(b + new_n, old_n - new_n);
+    DV_ARENA_UNPOISON(b, new_n);
+    a->cur = b + new_n + DV_ARENA_RZ;
     return p;
   }
   void *q = arena_alloc_align(a, new_n, align);

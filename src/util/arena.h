@@ -27,6 +27,35 @@
  * request does not cost one dv_malloc per 8 KB. */
 #define DV_ARENA_CHUNK_MAX (1u << 20)
 
+/* Under AddressSanitizer every allocation is followed by DV_ARENA_RZ
+ * poisoned bytes and a chunk's free tail is poisoned, so reading past an
+ * arena block (or through the unique pointer of a zero-byte one) is
+ * reported as it would be for malloc. Elsewhere the red zone is 0 bytes
+ * and the code below folds to the plain bump. */
+#if defined(__SANITIZE_ADDRESS__)
+#define DV_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DV_ARENA_ASAN 1
+#endif
+#endif
+#ifdef DV_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define DV_ARENA_RZ 16
+#define DV_ARENA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#define DV_ARENA_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#else
+#define DV_ARENA_RZ 0
+#define DV_ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
+#define DV_ARENA_POISON(p, n) ((void)(p), (void)(n))
+#endif
+/* Do n bytes and the red zone fit in `room` free bytes? */
+#if DV_ARENA_RZ
+#define DV_ARENA_FITS(room, n) ((room) >= DV_ARENA_RZ && (n) <= (room) - DV_ARENA_RZ)
+#else
+#define DV_ARENA_FITS(room, n) ((n) <= (room))
+#endif
+
 typedef struct dv_arena_chunk dv_arena_chunk;
 
 typedef struct dv_arena {
@@ -64,9 +93,10 @@ static inline void *arena_alloc_align(dv_arena *a, size_t n, size_t align) {
   uintptr_t p = ((uintptr_t)a->cur + (align - 1)) & ~(uintptr_t)(align - 1);
   /* the align checks fold away when align is a constant, as it always is */
   if (align && !(align & (align - 1)) && align <= 4096 && a->cur && n &&
-      p <= (uintptr_t)a->end && n <= (uintptr_t)a->end - p) {
-    a->used += (size_t)(p - (uintptr_t)a->cur) + n;
-    a->cur = (uint8_t *)(p + n);
+      p <= (uintptr_t)a->end && DV_ARENA_FITS((uintptr_t)a->end - p, n)) {
+    a->used += (size_t)(p - (uintptr_t)a->cur) + n + DV_ARENA_RZ;
+    a->cur = (uint8_t *)(p + n + DV_ARENA_RZ);
+    DV_ARENA_UNPOISON((void *)p, n);
     return (void *)p;
   }
   return arena__alloc_slow(a, n, align);

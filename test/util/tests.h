@@ -10,6 +10,7 @@
   X(arena_reset, 5) \
   X(arena_realloc, 5) \
   X(arena_alloc_fail, 5) \
+  X(arena_redzone, 5) \
   X(gz_roundtrip, 20) \
   X(gz_cap_and_errors, 10) \
   X(gz_fuzz_smoke, 120) \
