@@ -1,13 +1,17 @@
 /* main.c — the `divan` command line: serve, and tools.
  *
  *   divan serve [--data DIR] [--bind ADDR] [--port N] [--threads N] ...
- *   divan --help | --version
+ *   divan inspect [--data DIR] [--db NAME]
+ *   divan --help | --version | COMMAND --help
  *
+ * Commands and their flags are tables ("the command line" below), read
+ * by the parser and by --help alike.
  * This file parses arguments and hands off to the layers; it holds no
  * database logic of its own.
  */
 #include <errno.h>
 #include <execinfo.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,30 +37,17 @@
 
 #define DIVAN_VERSION "0.1.0"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "divan %s — a CouchDB-compatible document database\n"
-          "\n"
-          "usage:\n"
-          "  divan serve [--data DIR] [--config FILE] [--bind ADDR] [--port N] [--threads N]\n"
-          "              [--max-request-size BYTES] [--max-document-size BYTES]\n"
-          "              [--idle-timeout SECONDS] [--request-head-timeout SECONDS]\n"
-          "              [--max-connections N] [--max-connections-per-client N]\n"
-          "              [--fdb [CLUSTER_FILE]] [--fdb-library PATH]\n"
-          "      start the server (defaults: --data ./data --bind 127.0.0.1 --port 5984;\n"
-          "      --port 0 picks a free port; the listening line on stdout names it;\n"
-          "      the ini file is --config FILE or DATA/local.ini; DIVAN_ADMIN=name:password\n"
-          "      adds a server admin for this run; with no admin at all, one is created\n"
-          "      and its password printed once; --fdb runs on a FoundationDB cluster\n"
-          "      instead of the embedded store in --data, through libfdb_c.so (or\n"
-          "      --fdb-library PATH); without CLUSTER_FILE, FDB's default cluster file;\n"
-          "      the ini's [fdb] cluster_file and library do the same)\n"
-          "  divan inspect [--data DIR] [--db NAME]\n"
-          "      print every key and value of the store decoded as tuples\n"
-          "  divan --help       this text\n"
-          "  divan --version    print the version\n",
-          DIVAN_VERSION);
-}
+/* ---- the command line -----------------------------------------------------------
+ *
+ * Every command and every flag is declared once, in the tables below
+ * (serve_flags, inspect_flags, main_flags, commands): the parser
+ * (parse_flags) and --help (print_command) both read them, so a flag
+ * cannot be accepted without being listed, nor listed without being
+ * accepted; test/cli/test_cli.c holds every "--flag" written in this
+ * file against both. A value is checked here, before anything starts: an
+ * unknown flag, a missing value or a bad one is one line on stderr
+ * ("divan: …; see divan CMD --help") and exit status 2. A value follows
+ * its flag (--port 5984) or is joined to it (--port=5984). */
 
 struct serve_opts {
   const char *data;    /* data directory */
@@ -77,24 +68,210 @@ struct serve_opts {
   const char *fdb_library;  /* libfdb_c to load, NULL = "libfdb_c.so" */
 };
 
-enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4 };
+struct inspect_opts {
+  const char *data; /* data directory */
+  const char *db;   /* only this database's keys, or NULL */
+};
 
-static int parse_port(const char *s, int *out) {
+enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4, GIVEN_FDB = 8, GIVEN_CONNS_IP = 16 };
+
+enum flag_kind {
+  FLAG_HELP,    /* print the command's help and exit 0 */
+  FLAG_VERSION, /* print the version and exit 0 */
+  FLAG_STR,     /* a non-empty string, stored as const char * */
+  FLAG_OPT_STR, /* the same, but it may be left out (--fdb [FILE]) */
+  FLAG_INT,     /* a decimal integer in lo..hi, stored as int */
+  FLAG_SIZE,    /* a decimal integer in lo..hi, stored as size_t */
+};
+
+typedef struct cli_flag {
+  const char *name;  /* "--port"; NULL ends a table */
+  const char *alias; /* another spelling ("-h"), or NULL */
+  const char *value; /* the value's name in --help ("N"), NULL when it takes none */
+  int kind;          /* FLAG_* */
+  long long lo, hi;  /* a number's range, both ends allowed */
+  size_t off;        /* where the value goes in the command's options */
+  int given;         /* GIVEN_* bit set when the flag is on the command line */
+  const char *help;  /* what it does, for --help (one line) */
+} cli_flag;
+
+typedef struct cli_cmd cli_cmd;
+struct cli_cmd {
+  const char *name;      /* "serve"; NULL ends the table */
+  const char *summary;   /* one line, for --help */
+  const char *notes;     /* more, for --help, or NULL */
+  const cli_flag *flags; /* its flags */
+  int (*run)(const cli_cmd *cmd, int argc, char **argv); /* exit status */
+};
+
+#define SERVE(f) offsetof(struct serve_opts, f)
+#define INSPECT(f) offsetof(struct inspect_opts, f)
+#define HELP_FLAG {"--help", "-h", NULL, FLAG_HELP, 0, 0, 0, 0, "this text"}
+
+static const cli_flag serve_flags[] = {
+    {"--data", NULL, "DIR", FLAG_STR, 0, 0, SERVE(data), 0,
+     "data directory: the embedded store, and local.ini without --config (default ./data)"},
+    {"--config", NULL, "FILE", FLAG_STR, 0, 0, SERVE(config), 0,
+     "the ini file (default DATA/local.ini, created on its first write)"},
+    {"--bind", NULL, "ADDR", FLAG_STR, 0, 0, SERVE(bind), GIVEN_BIND,
+     "listen address (default 127.0.0.1; ini [chttpd] bind_address)"},
+    {"--port", NULL, "N", FLAG_INT, 0, 65535, SERVE(port), GIVEN_PORT,
+     "listen port; 0 takes a free one, named on stdout (default 5984; [chttpd] port)"},
+    {"--threads", NULL, "N", FLAG_INT, 1, 1024, SERVE(threads), 0,
+     "HTTP pool threads (default 4 per core; [chttpd] server_threads)"},
+    {"--max-request-size", NULL, "BYTES", FLAG_SIZE, 1, (long long)1 << 40, SERVE(max_body), 0,
+     "bigger bodies get 413 (default 67108864; [chttpd] max_http_request_size)"},
+    {"--max-document-size", NULL, "BYTES", FLAG_SIZE, 1, (long long)1 << 40, SERVE(max_doc), 0,
+     "bigger documents get 413 (default 1000000; [couchdb] max_document_size)"},
+    {"--idle-timeout", NULL, "SECONDS", FLAG_INT, 1, 86400, SERVE(idle_timeout), 0,
+     "an idle connection is closed after it (default 300; [chttpd] idle_timeout)"},
+    {"--request-head-timeout", NULL, "SECONDS", FLAG_INT, 1, 86400, SERVE(head_timeout), 0,
+     "time for a request head, then 408 (default 30; [chttpd] request_head_timeout)"},
+    {"--max-connections", NULL, "N", FLAG_INT, 1, 1000000, SERVE(max_conns), 0,
+     "open client connections (default 10000; [chttpd] max_connections)"},
+    {"--max-connections-per-client", NULL, "N", FLAG_INT, 0, 1000000, SERVE(max_conns_ip), GIVEN_CONNS_IP,
+     "connections from one address; 0: no limit (default 1000; [chttpd] max_connections_per_client)"},
+    {"--fdb", NULL, "[CLUSTER_FILE]", FLAG_OPT_STR, 0, 0, SERVE(cluster_file), GIVEN_FDB,
+     "run on a FoundationDB cluster (default: FDB's own cluster file; [fdb] cluster_file)"},
+    {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, SERVE(fdb_library), GIVEN_FDB_LIB,
+     "the libfdb_c to load (default libfdb_c.so; [fdb] library)"},
+    HELP_FLAG,
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+static const cli_flag inspect_flags[] = {
+    {"--data", NULL, "DIR", FLAG_STR, 0, 0, INSPECT(data), 0, "data directory (default ./data)"},
+    {"--db", NULL, "NAME", FLAG_STR, 0, 0, INSPECT(db), 0, "only this database's keys"},
+    HELP_FLAG,
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+/* divan's own flags, before any command */
+static const cli_flag main_flags[] = {
+    {"--help", "-h", NULL, FLAG_HELP, 0, 0, 0, 0, "this text; divan COMMAND --help: one command's"},
+    {"--version", NULL, NULL, FLAG_VERSION, 0, 0, 0, 0, "print the version"},
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+static void print_flags(FILE *out, const cli_flag *f) {
+  for (; f->name; f++) {
+    char head[96];
+    int n = snprintf(head, sizeof head, "  %s%s%s%s%s", f->alias ? f->alias : "", f->alias ? ", " : "", f->name,
+                     f->value ? " " : "", f->value ? f->value : "");
+    if (f->kind == FLAG_INT || f->kind == FLAG_SIZE)
+      snprintf(head + n, sizeof head - (size_t)n, "  (%lld..%lld)", f->lo, f->hi);
+    fprintf(out, "%s\n      %s\n", head, f->help);
+  }
+}
+
+static void print_command(FILE *out, const cli_cmd *c) {
+  fprintf(out, "usage: divan %s [OPTION]...\n  %s\n", c->name, c->summary);
+  if (c->notes) fprintf(out, "%s", c->notes);
+  fprintf(out, "options:\n");
+  print_flags(out, c->flags);
+}
+
+static int parse_num(const char *s, long long lo, long long hi, long long *out) {
   char *end;
+  if (*s < '0' || *s > '9') return -1; /* no sign, no space */
   errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || *end || v < 0 || v > 65535) return -1;
-  *out = (int)v;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) return -1;
+  *out = v;
   return 0;
 }
 
-static int parse_size(const char *s, size_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || !v || s[0] == '-') return -1;
-  *out = (size_t)v;
-  return 0;
+enum { PARSED = -1 }; /* parse_flags: run the command */
+
+/* Reads ARGV into OPTS by CMD's flags (the main_flags when CMD is NULL).
+ * Returns PARSED, or the exit status: 0 once --help or --version has
+ * printed, 2 after one line on stderr. */
+static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char **argv, void *opts,
+                       int *given);
+
+static int cmd_serve(const cli_cmd *cmd, int argc, char **argv);
+static int cmd_inspect(const cli_cmd *cmd, int argc, char **argv);
+
+static const cli_cmd commands[] = {
+    {"serve", "start the server: CouchDB's HTTP API over the store in --data or a FoundationDB cluster",
+     "  The ini file is --config FILE or DATA/local.ini; a flag wins over it for the run.\n"
+     "  DIVAN_ADMIN=name:password adds a server admin for this run; with no admin at\n"
+     "  all, one is created and its password printed once. The line \"divan: listening\n"
+     "  on http://HOST:PORT/\" on stdout says where it listens; SIGINT and SIGTERM stop it.\n",
+     serve_flags, cmd_serve},
+    {"inspect", "print every key and value of the store decoded as tuples",
+     "  One line per key, in key order; the server must not be running.\n", inspect_flags, cmd_inspect},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "divan %s — a CouchDB-compatible document database\n\n", DIVAN_VERSION);
+  fprintf(out, "usage: divan COMMAND [OPTION]...\n       divan [OPTION]\n\ncommands:\n");
+  for (const cli_cmd *c = commands; c->name; c++) fprintf(out, "  %-8s %s\n", c->name, c->summary);
+  fprintf(out, "options:\n");
+  print_flags(out, main_flags);
+  for (const cli_cmd *c = commands; c->name; c++) {
+    fputc('\n', out);
+    print_command(out, c);
+  }
+}
+
+/* "see divan serve --help" */
+static const char *hint(const cli_cmd *cmd) {
+  static char b[64];
+  snprintf(b, sizeof b, "see divan%s%s --help", cmd ? " " : "", cmd ? cmd->name : "");
+  return b;
+}
+
+static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char **argv, void *opts,
+                       int *given) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+    size_t alen = eq ? (size_t)(eq - a) : strlen(a);
+    const cli_flag *f = flags;
+    while (f->name && !((strlen(f->name) == alen && !strncmp(a, f->name, alen)) ||
+                        (f->alias && !eq && !strcmp(a, f->alias))))
+      f++;
+    if (!f->name) {
+      fprintf(stderr, "divan: unknown option '%.*s'; %s\n", (int)alen, a, hint(cmd));
+      return 2;
+    }
+    if (!f->value && eq) {
+      fprintf(stderr, "divan: %s takes no value; %s\n", f->name, hint(cmd));
+      return 2;
+    }
+    if (f->kind == FLAG_HELP) {
+      if (cmd) print_command(stdout, cmd);
+      else usage(stdout);
+      return 0;
+    }
+    if (f->kind == FLAG_VERSION) {
+      printf("divan %s\n", DIVAN_VERSION);
+      return 0;
+    }
+    const char *v = eq ? eq + 1 : NULL;
+    if (!v && i + 1 < argc && strncmp(argv[i + 1], "--", 2)) v = argv[++i];
+    *given |= f->given;
+    char *at = (char *)opts + f->off;
+    if (!v && f->kind == FLAG_OPT_STR) continue;
+    if (!v) {
+      fprintf(stderr, "divan: %s needs a value (%s); %s\n", f->name, f->value, hint(cmd));
+      return 2;
+    }
+    long long n = 0;
+    int bad = f->kind == FLAG_INT || f->kind == FLAG_SIZE ? parse_num(v, f->lo, f->hi, &n) : !*v;
+    if (bad) {
+      if (f->kind == FLAG_INT || f->kind == FLAG_SIZE)
+        fprintf(stderr, "divan: bad %s '%s': an integer from %lld to %lld; %s\n", f->name, v, f->lo, f->hi,
+                hint(cmd));
+      else fprintf(stderr, "divan: bad %s '': it must not be empty; %s\n", f->name, hint(cmd));
+      return 2;
+    }
+    if (f->kind == FLAG_INT) *(int *)(void *)at = (int)n;
+    else if (f->kind == FLAG_SIZE) *(size_t *)(void *)at = (size_t)n;
+    else *(const char **)(void *)at = v;
+  }
+  return PARSED;
 }
 
 /* ---- configuration ------------------------------------------------------------
@@ -320,51 +497,12 @@ static void crash_handlers(void) {
 #endif
 }
 
-static int cmd_serve(int argc, char **argv) {
+static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   struct serve_opts o = {.data = "./data", .bind = "127.0.0.1", .port = 5984};
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    size_t n;
-    if (!strcmp(a, "--data") && v) o.data = v, i++;
-    else if (!strcmp(a, "--fdb")) { /* the cluster file is optional */
-      o.fdb = 1;
-      if (v && strncmp(v, "--", 2)) o.cluster_file = v, i++;
-    } else if (!strcmp(a, "--fdb-library") && v) o.fdb_library = v, o.given |= GIVEN_FDB_LIB, i++;
-    else if (!strcmp(a, "--bind") && v) o.bind = v, o.given |= GIVEN_BIND, i++;
-    else if (!strcmp(a, "--config") && v) o.config = v, i++;
-    else if (!strcmp(a, "--port") && v) {
-      if (parse_port(v, &o.port)) { fprintf(stderr, "divan: bad --port '%s'\n", v); return 2; }
-      o.given |= GIVEN_PORT;
-      i++;
-    } else if (!strcmp(a, "--threads") && v) {
-      if (parse_size(v, &n) || n > 1024) { fprintf(stderr, "divan: bad --threads '%s'\n", v); return 2; }
-      o.threads = (int)n, i++;
-    } else if (!strcmp(a, "--max-request-size") && v) {
-      if (parse_size(v, &o.max_body)) { fprintf(stderr, "divan: bad --max-request-size '%s'\n", v); return 2; }
-      i++;
-    } else if (!strcmp(a, "--idle-timeout") && v) {
-      if (parse_size(v, &n) || n > 86400) { fprintf(stderr, "divan: bad --idle-timeout '%s'\n", v); return 2; }
-      o.idle_timeout = (int)n, i++;
-    } else if (!strcmp(a, "--request-head-timeout") && v) {
-      if (parse_size(v, &n) || n > 86400) { fprintf(stderr, "divan: bad --request-head-timeout '%s'\n", v); return 2; }
-      o.head_timeout = (int)n, i++;
-    } else if (!strcmp(a, "--max-connections") && v) {
-      if (parse_size(v, &n) || n > 1000000) { fprintf(stderr, "divan: bad --max-connections '%s'\n", v); return 2; }
-      o.max_conns = (int)n, i++;
-    } else if (!strcmp(a, "--max-connections-per-client") && v) {
-      if (!strcmp(v, "0")) n = 0; /* no limit */
-      else if (parse_size(v, &n) || n > 1000000) { fprintf(stderr, "divan: bad --max-connections-per-client '%s'\n", v); return 2; }
-      o.max_conns_ip = n ? (int)n : -1, i++;
-    } else if (!strcmp(a, "--max-document-size") && v) {
-      if (parse_size(v, &o.max_doc)) { fprintf(stderr, "divan: bad --max-document-size '%s'\n", v); return 2; }
-      i++;
-    } else {
-      fprintf(stderr, "divan: unknown or incomplete option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    }
-  }
+  int rc = parse_flags(cmd, cmd->flags, argc, argv, &o, &o.given);
+  if (rc != PARSED) return rc;
+  o.fdb = (o.given & GIVEN_FDB) != 0;
+  if ((o.given & GIVEN_CONNS_IP) && !o.max_conns_ip) o.max_conns_ip = -1; /* 0: no limit */
 
   crash_handlers();
 
@@ -380,7 +518,7 @@ static int cmd_serve(int argc, char **argv) {
   store *st = NULL;
   http_server *h = NULL;
   dv_config *cfg = NULL;
-  int rc = load_config(&o, &cfg);
+  rc = load_config(&o, &cfg);
   if (rc) return 1;
   if (o.fdb) {
     kv_fdb_opts fo = {.library = o.fdb_library};
@@ -483,18 +621,24 @@ static int cmd_serve(int argc, char **argv) {
   return 0;
 }
 
+static int cmd_inspect(const cli_cmd *cmd, int argc, char **argv) {
+  struct inspect_opts o = {.data = "./data"};
+  int given = 0;
+  int rc = parse_flags(cmd, cmd->flags, argc, argv, &o, &given);
+  return rc != PARSED ? rc : cli_inspect_run(o.data, o.db);
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+  if (argc < 2) {
     usage(stdout);
     return 0;
   }
-  if (!strcmp(argv[1], "--version")) {
-    printf("divan %s\n", DIVAN_VERSION);
-    return 0;
+  if (argv[1][0] == '-') { /* --help, --version */
+    int given = 0, rc = parse_flags(NULL, main_flags, argc - 1, argv + 1, NULL, &given);
+    return rc == PARSED ? 0 : rc;
   }
-  if (!strcmp(argv[1], "serve")) return cmd_serve(argc - 2, argv + 2);
-  if (!strcmp(argv[1], "inspect")) return cli_inspect_main(argc - 2, argv + 2);
-  fprintf(stderr, "divan: unknown command '%s'\n\n", argv[1]);
-  usage(stderr);
+  for (const cli_cmd *c = commands; c->name; c++)
+    if (!strcmp(argv[1], c->name)) return c->run(c, argc - 2, argv + 2);
+  fprintf(stderr, "divan: unknown command '%s'; %s\n", argv[1], hint(NULL));
   return 2;
 }

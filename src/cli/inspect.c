@@ -110,17 +110,7 @@ int cli_inspect(kv_db *kv, const char *db_name, FILE *out) {
   return rc;
 }
 
-int cli_inspect_main(int argc, char **argv) {
-  const char *data = "./data", *db = NULL;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
-    else if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-    else {
-      fprintf(stderr, "divan inspect: unknown or incomplete option '%s'\n"
-                      "usage: divan inspect [--data DIR] [--db NAME]\n", argv[i]);
-      return 2;
-    }
-  }
+int cli_inspect_run(const char *data, const char *db) {
   kv_rocks_opts o = {.create_if_missing = 0};
   kv_db *kv;
   int rc = kv_open_rocks(data, &o, &kv);

@@ -16,7 +16,9 @@
  * and its prefix). DV_ENO_DB when the database does not exist. */
 int cli_inspect(kv_db *kv, const char *db_name, FILE *out) DV_MUST_CHECK;
 
-/* The command line: divan inspect --data DIR [--db NAME]. Exit status. */
-int cli_inspect_main(int argc, char **argv);
+/* `divan inspect`, its flags read by main.c: open the store in DATA
+ * read-only, print it (only DB's keys when DB is not NULL) to stdout.
+ * Returns the exit status: 0, or 1 after a line on stderr. */
+int cli_inspect_run(const char *data, const char *db);
 
 #endif
