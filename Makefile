@@ -8,6 +8,9 @@
 #   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, filterbench.js, viewbench.js, vdubench.js, att1g.js)
 #   make bench-att1g           only the 1 GiB attachment proof (slow; not in make test)
 #   make fuzz FUZZ_SECONDS=600 run each libFuzzer target that long
+#   make install               divan, divan.service, /etc/divan/local.ini (PREFIX=/usr/local, DESTDIR)
+#   make uninstall             take them away again (config and data stay)
+#   make deb                   build/deb/divan_VERSION_ARCH.deb (dpkg-deb; packaging/)
 #   make format / make clean
 
 CC       ?= cc
@@ -54,7 +57,7 @@ FDBSIM_SRC := test/fdbsim/fdbsim.c src/kv/kv.c src/kv/rocks.c src/kv/wset.c src/
               src/util/buf.c src/util/err.c
 FDBSIM_OBJ := $(FDBSIM_SRC:%.c=$(BUILD)/fdbsim/%.o) $(BUILD)/fdbsim/src/kv/rocks_reclaim.o
 
-.PHONY: all run test bench fuzz fuzzers fdbsim deps format clean
+.PHONY: all run test bench fuzz fuzzers fdbsim deps format clean install uninstall deb
 
 all: divan
 
@@ -143,6 +146,23 @@ bench-att1g: divan
 
 run: divan
 	./divan serve
+
+# Installing as a service: packaging/install.sh lays the files out (its
+# header lists them), packaging/mkdeb.sh builds the Debian package.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+INSTALL_VARS = BIN=$(BUILD)/divan DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) \
+               $(if $(BINDIR),BINDIR=$(BINDIR)) $(if $(UNITDIR),UNITDIR=$(UNITDIR)) \
+               $(if $(DATAROOTDIR),DATAROOTDIR=$(DATAROOTDIR)) $(if $(FAUXTON),FAUXTON=$(FAUXTON))
+
+install: $(BUILD)/divan
+	@$(INSTALL_VARS) sh packaging/install.sh
+
+uninstall:
+	@$(INSTALL_VARS) sh packaging/install.sh uninstall
+
+deb: $(BUILD)/divan
+	@sh packaging/mkdeb.sh $(BUILD)/divan build/deb
 
 format:
 	clang-format -i $(wildcard src/*/*.[ch] src/*.c test/*.[ch] test/*/*.[ch] bench/*.c)

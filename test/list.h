@@ -9,10 +9,11 @@
 #include "http/tests.h"
 #include "repl/tests.h"
 #include "cli/tests.h"
+#include "pkg/tests.h"
 
 /* the source tree itself (test_tree.c) */
 #define TREE_TESTS(X)                                                                        \
   X(tree_layering, 120) X(tree_layering_catches, 120) X(tree_one_error_table, 120)         \
   X(tree_one_error_table_catches, 120)
 
-#define TEST_LIST(X) TREE_TESTS(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X) STORE_TESTS(X) INDEX_TESTS(X) AUTH_TESTS(X) HTTP_TESTS(X) REPL_TESTS(X) CLI_TESTS(X)
+#define TEST_LIST(X) TREE_TESTS(X) UTIL_TESTS(X) TUPLE_TESTS(X) JSON_TESTS(X) KV_TESTS(X) STORE_TESTS(X) INDEX_TESTS(X) AUTH_TESTS(X) HTTP_TESTS(X) REPL_TESTS(X) CLI_TESTS(X) PKG_TESTS(X)
