@@ -221,10 +221,11 @@ static void taken(const char *cmd, const char *flag, const char *value) {
 }
 
 /* Each command's flags as its --help lists them ("  --NAME VALUE  (LO..HI)"):
- * a value is refused empty, and missing unless it is optional ("[FILE]");
- * a number is taken at both ends of its range and refused past them.
- * What every flag's value goes through (the number parser, the missing
- * value before another flag) is tried on the first one. */
+ * each number is taken at both ends of its range and refused past them.
+ * What every flag's value goes through (the number parser, an empty or a
+ * missing value, a missing value before another flag) is tried on the
+ * first flag of its kind, as every run of divan costs ~50 ms of loading
+ * its libraries (0.2 s under ASan). */
 TEST(cli_bad_values) {
   static char cmds[MAX_NAMES][64];
   int nc = help_commands(cmds), numbers = 0, valued = 0;
@@ -242,17 +243,19 @@ TEST(cli_bad_values) {
 
     divan(&help, cmd, "--help", NULL);
     ASSERT_EQ(help.status, 0);
-    int first = 1;
+    int first = 1, empty[2] = {0, 0}; /* an empty string, an empty number tried */
     for (const char *p = strstr(help.out, "\n  --"); p; p = strstr(p + 1, "\n  --")) {
       char flag[64], value[64] = "";
       long long lo, hi;
       int got = sscanf(p + 3, "%63s %63s (%lld..%lld)", flag, value, &lo, &hi);
       if (got < 2 || value[0] == '(') continue; /* takes no value */
       valued++;
-      char joined[80];
-      snprintf(joined, sizeof joined, "%s=", flag);
-      divan(&r, cmd, joined, NULL);
-      one_line_error(&r, flag, "an empty value");
+      if (!empty[got == 4]++ || value[0] == '[') { /* the optional one is a case of its own */
+        char joined[80];
+        snprintf(joined, sizeof joined, "%s=", flag);
+        divan(&r, cmd, joined, NO_SUCH, NULL);
+        one_line_error(&r, flag, "an empty value");
+      }
       if (value[0] != '[' && first) { /* a value that may not be left out */
         first = 0;
         divan(&r, cmd, flag, NULL);

@@ -3,4 +3,4 @@
 #define PKG_TESTS(X)           \
   X(pkg_deb, 180)              \
   X(pkg_make_install, 120)     \
-  X(pkg_default_config, 60)
+  X(pkg_default_config, 120)
