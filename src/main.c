@@ -252,7 +252,6 @@ static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char
     const char *v = eq ? eq + 1 : NULL;
     if (!v && i + 1 < argc && strncmp(argv[i + 1], "--", 2)) v = argv[++i];
     *given |= f->given;
-    char *at = (char *)opts + f->off;
     if (!v && f->kind == FLAG_OPT_STR) continue;
     if (!v) {
       fprintf(stderr, "divan: %s needs a value (%s); %s\n", f->name, f->value, hint(cmd));
@@ -267,6 +266,7 @@ static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char
       else fprintf(stderr, "divan: bad %s '': it must not be empty; %s\n", f->name, hint(cmd));
       return 2;
     }
+    char *at = (char *)opts + f->off; /* opts is NULL only for main_flags, which take no value */
     if (f->kind == FLAG_INT) *(int *)(void *)at = (int)n;
     else if (f->kind == FLAG_SIZE) *(size_t *)(void *)at = (size_t)n;
     else *(const char **)(void *)at = v;
