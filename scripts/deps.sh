@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev
       librocksdb-dev libmicrohttpd-dev libssl-dev zlib1g-dev libzstd-dev
-      libcurl4-openssl-dev libicu-dev libmozjs-102-dev curl wrk nodejs npm)
+      libcurl4-openssl-dev libicu-dev libmozjs-102-dev curl wrk nodejs npm
+      systemd procps)  # systemd-analyze verify and /bin/kill: the package test (test/pkg)
 
 missing=()
 for p in "${PKGS[@]}"; do
