@@ -136,6 +136,14 @@ static const char *member_text(dv_arena *a, const json_val *o, const char *path)
 
 /* ---- options ----------------------------------------------------------------------- */
 
+/* Two ids in byte order (strcmp's, without reading past the JSON strings,
+ * which are not NUL-terminated). */
+static int id_cmp(const json_val *x, const json_val *y) {
+  size_t n = x->len < y->len ? x->len : y->len;
+  int c = memcmp(x->u.s, y->u.s, n);
+  return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
 TEST(mquery_options) {
   storet *t = open_db();
   put(t, "{'_id':'a','x':1}");
@@ -397,7 +405,7 @@ TEST(mquery_ranges) {
           json_val *p = all->u.items[y - 1], *n = all->u.items[y];
           int cmp = collate_cmp(json_obj_getz(p, "a"), json_obj_getz(n, "a"));
           if (!cmp) cmp = collate_cmp(json_obj_getz(p, "b"), json_obj_getz(n, "b"));
-          if (!cmp) cmp = strcmp(json_obj_getz(p, "_id")->u.s, json_obj_getz(n, "_id")->u.s);
+          if (!cmp) cmp = id_cmp(json_obj_getz(p, "_id"), json_obj_getz(n, "_id"));
           if ((desc ? -cmp : cmp) <= 0) break;
           all->u.items[y - 1] = n, all->u.items[y] = p;
         }
@@ -743,7 +751,8 @@ static void random_run(int fdb) {
     /* the brute force, in the chosen index's order */
     const json_val *ix = json_obj_getz(e, "index");
     const json_val *fl = json_obj_getz(json_obj_getz(ix, "def"), "fields");
-    int special = !strcmp(json_obj_getz(ix, "name")->u.s, "_all_docs");
+    const json_val *ixn = json_obj_getz(ix, "name"); /* JSON strings are not NUL-terminated */
+    int special = ixn->len == 9 && !memcmp(ixn->u.s, "_all_docs", 9);
     const json_val *sel = json_obj_getz(jb, "selector");
     mango_sel *ms;
     ASSERT_OK(mango_parse(&t->a, sel, &ms, NULL));
