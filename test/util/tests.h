@@ -45,4 +45,13 @@
   X(multipart_part_limit, 5) \
   X(multipart_chunking, 30) \
   X(multipart_callback_abort, 5) \
-  X(multipart_alloc_fail, 5)
+  X(multipart_alloc_fail, 5) \
+  X(log_format, 5) \
+  X(log_escapes, 5) \
+  X(log_message_limit, 5) \
+  X(log_levels, 5) \
+  X(log_file_levels, 5) \
+  X(log_open_errors, 5) \
+  X(log_reopen, 5) \
+  X(log_threads_rotate, 30) \
+  X(log_config, 5)
