@@ -63,6 +63,12 @@ typedef struct api_srv {
  * mints the replicator token. */
 int api_app(api_srv *s, http_app *out) DV_MUST_CHECK;
 
+/* The node's name: /_membership, /_node/{name}, and every log line. */
+#define API_NODE_NAME "divan@127.0.0.1"
+
+/* The request's line in the log, at its end (reqlog.c): from app->done. */
+void api_log_request(hreq *r);
+
 typedef struct api_write api_write;
 
 /* The request's CouchDB side (the engine's r->app). */

@@ -194,6 +194,7 @@ found:
 /* The request is over: what it holds. A write answered after its commit
  * (store_update_async) may leave its attachment state to this. */
 static void done(hreq *r) {
+  api_log_request(r);
   for (hatt_w *w = r->app->att_w; w; w = hatt_w_next(w)) hatt_w_done(w);
   store_db_close(r->app->db);
 }

@@ -16,8 +16,9 @@
 #include "index/mindex.h"
 #include "index/view.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
-#define NODE_NAME "divan@127.0.0.1"
+#define NODE_NAME API_NODE_NAME
 #define COUCH_VERSION "3.3.3" /* the CouchDB API level divan speaks */
 #define MAX_UUIDS 1000        /* CouchDB's [uuids] max_count */
 #define MAX_DBS_INFO 100      /* CouchDB's max_db_number_for_dbs_info_req */
@@ -440,6 +441,8 @@ static void config_write(hreq *r) {
     return;
   }
   if (!strcmp(section, "admins") || !strcmp(section, "chttpd_auth")) auth_cache_clear();
+  char why[256]; /* [log] applies at once, as couch_log's config listener; a bad writer keeps the log as it was */
+  if (!strcmp(section, "log") && log_config_apply(cfg, NULL, why, sizeof why)) log_error("%s; the log is unchanged", why);
   json_w w;
   hres_jw(r, 200, &w);
   json_w_strz(&w, old ? old : "");

@@ -18,6 +18,7 @@
 
 #include "http/http_int.h"
 #include "http/url.h"
+#include "util/log.h"
 
 /* ---- decoding -------------------------------------------------------------- */
 
@@ -96,20 +97,19 @@ int hreq_each_hdr(hreq *r, int (*cb)(void *arg, const char *name, const char *va
   return e.rc;
 }
 
-void hreq_peer(hreq *r, dv_buf *b) {
+const char *hreq_peer_ref(hreq *r, char tmp[64], size_t *len) {
   const union MHD_ConnectionInfo *ci =
       r->conn ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
-  char host[INET6_ADDRSTRLEN];
   const struct sockaddr *sa = ci ? ci->client_addr : NULL;
   int proxied = 0;
   if (sa && sa->sa_family == AF_INET) {
     const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
     uint32_t ip = ntohl(a->sin_addr.s_addr);
     proxied = ip == 0x7f000001u || (ip >> 24) == 10;
-    if (!inet_ntop(AF_INET, &a->sin_addr, host, sizeof host)) sa = NULL;
+    if (!inet_ntop(AF_INET, &a->sin_addr, tmp, 64)) sa = NULL;
   } else if (sa && sa->sa_family == AF_INET6) {
     const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
-    if (!inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host)) sa = NULL;
+    if (!inet_ntop(AF_INET6, &a->sin6_addr, tmp, 64)) sa = NULL;
   } else {
     sa = NULL;
   }
@@ -127,11 +127,20 @@ void hreq_peer(hreq *r, dv_buf *b) {
     if (last) {
       while (last < last_end && *last == ' ') last++;
       while (last_end > last && last_end[-1] == ' ') last_end--;
-      buf_append(b, last, (size_t)(last_end - last));
-      return;
+      *len = (size_t)(last_end - last);
+      return last;
     }
   }
-  buf_puts(b, sa ? host : "127.0.0.1");
+  if (!sa) strcpy(tmp, "127.0.0.1");
+  *len = strlen(tmp);
+  return tmp;
+}
+
+void hreq_peer(hreq *r, dv_buf *b) {
+  char tmp[64];
+  size_t n;
+  const char *p = hreq_peer_ref(r, tmp, &n);
+  buf_append(b, p, n);
 }
 
 int hreq_need_json(hreq *r) {
@@ -242,13 +251,20 @@ void hres_errw(hreq *r, int rc, const char *why) { hres_errn(r, rc, NULL, why); 
 
 void hres_errn(hreq *r, int rc, const char *error, const char *why) {
   json_w w;
-  hres_jw(r, dv_err_http(rc), &w);
+  int status = dv_err_http(rc);
+  if (!error) error = dv_err_couch(rc);
+  if (!why) why = dv_strerror(rc);
+  hres_jw(r, status, &w);
   json_w_obj_begin(&w);
   json_w_keyz(&w, "error");
-  json_w_strz(&w, error ? error : dv_err_couch(rc));
+  json_w_strz(&w, error);
   json_w_keyz(&w, "reason");
-  json_w_strz(&w, why ? why : dv_strerror(rc));
+  json_w_strz(&w, why);
   json_w_obj_end(&w);
+  /* a server-side failure is logged with its request's id, as chttpd's
+   * req_err line; the request line that follows names the request */
+  if (status >= 500 && log_enabled(DV_LOG_ERROR))
+    log_msg(DV_LOG_ERROR, r->reqid, "req_err %d %s : %s (%s)", status, error, why, dv_err_name(rc));
 }
 
 void hres_errwf(hreq *r, int rc, const char *fmt, ...) {

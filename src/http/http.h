@@ -136,6 +136,16 @@ struct hreq {
   hhdr hdr[24];                   /* extra response headers */
   int nhdr;
   hfeed *feed;                    /* a streamed body (hres_feed) */
+  /* the request's life, for the log (api/reqlog.c) */
+  int64_t t_start_us;             /* monotonic µs when its head was in */
+  char reqid[11];                 /* its id, 10 hex digits: X-Couch-Request-ID (chttpd's nonce) */
+  int end;                        /* 0 while it runs (also in the app->done of hreq_reroute); at its
+                                     end, before app->done: HREQ_END_OK or HREQ_END_ABORTED */
+};
+
+enum {
+  HREQ_END_OK = 1,      /* the answer went out whole */
+  HREQ_END_ABORTED = 2, /* the client left, a timeout, the server stopped, or a write failed */
 };
 
 /* A request header (case-insensitive name), or NULL: one set by
@@ -165,6 +175,9 @@ int hreq_each_hdr(hreq *r, int (*cb)(void *arg, const char *name, const char *va
  * from 127.0.0.1 or 10.x the last X-Forwarded-For entry when there is one.
  * Appended to b ("127.0.0.1" when the socket is unknown). */
 void hreq_peer(hreq *r, dv_buf *b);
+/* The same without a copy: *len bytes at the result, which is tmp (the
+ * socket's address) or in the X-Forwarded-For header (valid while r is). */
+const char *hreq_peer_ref(hreq *r, char tmp[64], size_t *len);
 
 /* Content-Type must be application/json (parameters such as charset are
  * allowed), else 415 bad_content_type written and nonzero returned. */

@@ -58,6 +58,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,7 @@
 #include "http/http_int.h"
 #include "http/hwire.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 #define REAP_MS 50        /* reaper tick: timers and left clients */
 #define HREQ_ARENA_CHUNK 1024 /* a request's first arena chunk (later ones grow): small, as a feed keeps it */
@@ -156,6 +158,40 @@ int64_t hnow_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A request id: 10 hex digits (40 bits), as chttpd's nonce
+ * (couch_util:to_hex(crypto:strong_rand_bytes(5))). It names a request in
+ * the log, so a per-thread xorshift seeded from the kernel will do: no
+ * system call per request. */
+static void new_reqid(char out[11]) {
+  static __thread uint64_t x;
+  static const char hex[] = "0123456789abcdef";
+  while (!x)
+    if (getrandom(&x, sizeof x, 0) != sizeof x) x = (uint64_t)now_us() ^ (uint64_t)(uintptr_t)&x;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  uint64_t v = x >> 24;
+  for (int i = 9; i >= 0; i--, v >>= 4) out[i] = hex[v & 15];
+  out[10] = 0;
+}
+
+/* libmicrohttpd's own complaints (a failed accept, a connection it gave
+ * up on) go to the log, not to a bare stderr. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  if (!log_enabled(DV_LOG_WARNING)) return;
+  char msg[512];
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  if (n < 0) return;
+  size_t len = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+  while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) len--;
+  log_write(DV_LOG_WARNING, NULL, msg, len);
+}
+
 void *http_app_arg(hreq *r) { return r->srv->app.arg; }
 int http_port(http_server *h) { return h->port; }
 int http_threads(http_server *h) { return h->o.threads; }
@@ -237,6 +273,7 @@ static void add_common_headers(hreq *r, struct MHD_Response *res, const char *ct
   MHD_add_response_header(res, "Content-Type", ctype);
   MHD_add_response_header(res, "Cache-Control", "must-revalidate");
   MHD_add_response_header(res, "Server", r->srv->o.server);
+  MHD_add_response_header(res, "X-Couch-Request-ID", r->reqid);
   for (int i = 0; i < r->nhdr; i++) MHD_add_response_header(res, r->hdr[i].name, r->hdr[i].val);
   if (r->status == 401 && r->srv->o.config) { /* [chttpd] WWW-Authenticate, as chttpd:error_headers */
     char *wa = config_get(r->srv->o.config, "chttpd", "WWW-Authenticate");
@@ -988,6 +1025,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     hreq *r = &x->r;
     r->srv = s;
     r->conn = c;
+    r->t_start_us = now_us();
+    new_reqid(r->reqid);
     arena_init(&r->a, HREQ_ARENA_CHUNK);
     buf_init(&r->out);
     r->method = method_of(method);
@@ -1076,6 +1115,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
   }
   if (x->stream) stream_free(x->stream); /* built but never queued */
   if (x->sink) x->sink->done(x->sink_arg);
+  r->end = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? HREQ_END_OK : HREQ_END_ABORTED;
   if (r->app && ((hsrv *)cls)->app.done) ((hsrv *)cls)->app.done(r);
   buf_free(&r->out);
   dv_free(r->body);
@@ -1112,8 +1152,8 @@ int http_start(const http_app *app, const http_opts *o, http_server **out) {
   int fd_room = conn_fd_cap > 1024 ? (int)(conn_fd_cap - 512) : (int)conn_fd_cap / 2;
   if (!s->o.max_conns) s->o.max_conns = HTTP_DEFAULT_MAX_CONNS;
   if (s->o.max_conns > fd_room) {
-    fprintf(stderr, "divan: max_connections %d lowered to %d (the process may open %zu files)\n", s->o.max_conns,
-            fd_room, conn_fd_cap);
+    log_warning("max_connections %d lowered to %d (the process may open %zu files)", s->o.max_conns, fd_room,
+                conn_fd_cap);
     s->o.max_conns = fd_room;
   }
   /* libmicrohttpd's limit: a little above ours, so a new connection is
@@ -1140,6 +1180,7 @@ int http_start(const http_app *app, const http_opts *o, http_server **out) {
     goto fail;
   }
   s->d = MHD_start_daemon(flags, (uint16_t)s->o.port, NULL, NULL, on_request, s,
+                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, or MHD logs some itself */
                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->o.threads,
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.timeout_s,
