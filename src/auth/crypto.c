@@ -35,6 +35,7 @@
 #include <openssl/rand.h>
 
 #include "util/alloc.h"
+#include "util/log.h"
 
 /* ---- algorithms ----------------------------------------------------------- */
 
@@ -63,7 +64,7 @@ static const EVP_MD *md_of(int alg) {
 /* libcrypto could not allocate a digest context: there is no digest to
  * return, and a void function has no other way out. */
 static void die(const char *what) {
-  fprintf(stderr, "divan: libcrypto: %s failed\n", what);
+  log_critical("libcrypto: %s failed", what);
   abort();
 }
 

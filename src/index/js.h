@@ -55,7 +55,7 @@ enum {
 };
 /* Send one line (no newline) and append the next line the context emits
  * to out. Returns JS_OK or a JS_DEAD_* (nothing appended). Log lines the
- * functions write with log() go to stderr as they come. */
+ * functions write with log() go to the log (util/log.h, info) as they come. */
 int js_prompt(js_ctx *c, const char *line, size_t len, unsigned timeout_ms, dv_buf *out);
 
 /* Run fn(arg) on c's thread, after what it is doing (returns at once; the

@@ -57,6 +57,7 @@ extern "C" {
 #include "index/js.h"
 #include "util/alloc.h"
 #include "util/err.h"
+#include "util/log.h"
 }
 
 // The prelude, linked in from its own file (js_prelude.js), NUL-terminated.
@@ -214,11 +215,12 @@ static std::string arg_utf8(JSContext *cx, const JS::CallArgs &args, unsigned i)
   return u ? std::string(u.get()) : std::string();
 }
 
-// dv_log(text): CouchDB's log() — one line on stderr.
+// dv_log(text): CouchDB's log() — one line of the log at info, as
+// couch_query_servers logs a query server's ["log", Msg].
 static bool native_log(JSContext *cx, unsigned argc, JS::Value *vp) {
   JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
-  std::string s = arg_utf8(cx, args, 0);
-  fprintf(stderr, "[info] query server log: %s\n", s.c_str());
+  std::string s = arg_utf8(cx, args, 0); // at any level: the conversion may run the argument's toString
+  log_msg(DV_LOG_INFO, NULL, "query server javascript log: %s", s.c_str());
   args.rval().setUndefined();
   return true;
 }

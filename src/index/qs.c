@@ -37,6 +37,7 @@
 #include "index/qs.h"
 #include "index/qs_int.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 extern char **environ;
 
@@ -235,8 +236,7 @@ static int ext_prompt(qs_proc *p, const char *line, size_t len, dv_buf *out, con
     }
     if (!qs_is_log_line((char *)out->p + base, out->len - base)) return 0;
     /* ["log", msg]: CouchDB logs it at info and reads on. */
-    fprintf(stderr, "[info] query server %s log: %.*s\n", p->lang->name, (int)(out->len - base),
-            (char *)out->p + base);
+    log_info("query server %s log: %.*s", p->lang->name, (int)(out->len - base), (char *)out->p + base);
     deadline = now_ms() + Q.timeout_ms; /* the timeout is per line read, as couch_os_process */
   }
 }
@@ -435,7 +435,7 @@ static int proc_new(qs_lang *l, qs_proc **out, qs_err *e) {
     Q.st.alive--;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&Q.mu);
-    fprintf(stderr, "[error] query server %s: %s\n", l->name, why);
+    log_error("query server %s: %s", l->name, why);
     return fail(e, rc == DV_ENOMEM ? DV_ENOMEM : DV_EQS_PROCESS, "os_process_error",
                 rc == DV_ENOMEM ? "Out of memory." : "The query server could not start.");
   }

@@ -30,6 +30,7 @@
 #include "index/qs.h"
 #include "index/view_int.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 #define STEP_DOCS 500         /* changes rows per step */
 #define STEP_MS 1000          /* and at most this long mapping */
@@ -820,8 +821,8 @@ static int job_step(vw_job *j) {
     if (!rc && j->task < 0) j->task = task_begin(db, ix);
     if (!rc) rc = vw_step(db, ix, &ss, j->purge_since, &r);
     if (rc) {
-      fprintf(stderr, "[error] view index %s of %s: %s: %s\n", ix->sig_hex, j->db, ss.e.error ? ss.e.error : dv_err_name(rc),
-              ss.e.reason ? ss.e.reason : dv_strerror(rc));
+      log_error("view index %s of %s: %s: %s", ix->sig_hex, j->db, ss.e.error ? ss.e.error : dv_err_name(rc),
+                ss.e.reason ? ss.e.reason : dv_strerror(rc));
     } else {
       task_step(j->task, r.docs, 0);
       j->purge_since = r.purge_seq;

@@ -47,6 +47,7 @@
 #include "kv/fdb_api.h"
 #include "kv/kv_int.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 #define DEFAULT_LIBRARY "libfdb_c.so"
 
@@ -69,7 +70,7 @@ static pthread_mutex_t g_watch_mu = PTHREAD_MUTEX_INITIALIZER; /* guards watch l
 
 static void *net_main(void *arg) {
   fdb_error_t e = F->fdb_run_network();
-  if (e) fprintf(stderr, "divan: fdb network thread ended: %s (%d)\n", F->fdb_get_error(e), e);
+  if (e) log_critical("fdb network thread ended: %s (%d)", F->fdb_get_error(e), e);
   return NULL;
 }
 
@@ -81,14 +82,14 @@ static int load_locked(const char *library) {
   if (g_loaded) return strcmp(g_library, library) ? DV_EINVAL : 0;
   void *dl = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
-    fprintf(stderr, "divan: cannot load %s: %s\n", library, dlerror());
+    log_error("cannot load %s: %s", library, dlerror());
     return DV_ENOTSUP;
   }
   fdb_lib api;
 #define X_SYM(ret, name, args)                                                       \
   *(void **)&api.name = dlsym(dl, #name);                                            \
   if (!api.name) {                                                                   \
-    fprintf(stderr, "divan: %s has no %s: not a usable libfdb_c\n", library, #name); \
+    log_error("%s has no %s: not a usable libfdb_c", library, #name);               \
     dlclose(dl);                                                                     \
     return DV_ENOTSUP;                                                               \
   }
@@ -97,15 +98,14 @@ static int load_locked(const char *library) {
   int max = api.fdb_get_max_api_version();
   int v = max < FDB_DIVAN_API_VERSION ? max : FDB_DIVAN_API_VERSION;
   if (v < FDB_DIVAN_MIN_API_VERSION) {
-    fprintf(stderr, "divan: %s supports API version %d, divan needs >= %d\n", library, max,
-            FDB_DIVAN_MIN_API_VERSION);
+    log_error("%s supports API version %d, divan needs >= %d", library, max, FDB_DIVAN_MIN_API_VERSION);
     dlclose(dl);
     return DV_ENOTSUP;
   }
   fdb_error_t e = api.fdb_select_api_version_impl(v, v);
   if (!e) e = api.fdb_setup_network();
   if (e) {
-    fprintf(stderr, "divan: fdb setup (API %d): %s (%d)\n", v, api.fdb_get_error(e), e);
+    log_error("fdb setup (API %d): %s (%d)", v, api.fdb_get_error(e), e);
     return DV_EIO; /* the library stays loaded: FDB allows one setup */
   }
   g_api = api;
@@ -137,7 +137,7 @@ static int map_fdb(fdb_error_t e) {
   }
   if (F->fdb_error_predicate(FDB_ERROR_PREDICATE_MAYBE_COMMITTED, e)) return DV_ECOMMIT_UNKNOWN;
   if (F->fdb_error_predicate(FDB_ERROR_PREDICATE_RETRYABLE, e)) return DV_EFUTURE_VERSION;
-  fprintf(stderr, "divan: fdb error %d (%s) reported as I/O error\n", e, F->fdb_get_error(e));
+  log_error("fdb error %d (%s) reported as I/O error", e, F->fdb_get_error(e));
   return DV_EIO;
 }
 
@@ -252,8 +252,7 @@ int kv_open_fdb(const char *cluster_file, const kv_fdb_opts *opts, kv_db **out_d
   if (!d) return DV_ENOMEM;
   fdb_error_t e = F->fdb_create_database(cluster_file, &d->fdb);
   if (e) {
-    fprintf(stderr, "divan: fdb_create_database(%s): %s (%d)\n", cluster_file ? cluster_file : "default",
-            F->fdb_get_error(e), e);
+    log_error("fdb_create_database(%s): %s (%d)", cluster_file ? cluster_file : "default", F->fdb_get_error(e), e);
     dv_free(d);
     return DV_EIO;
   }

@@ -71,6 +71,7 @@
 #include "kv/wset.h"
 #include "util/alloc.h"
 #include "util/buf.h"
+#include "util/log.h"
 
 #define VERSION_KEY "\xff\xff/version"
 #define VERSION_KEY_LEN 10
@@ -1424,7 +1425,7 @@ static int reopen(rdb *d) {
   char *err = NULL;
   d->db = d->open_fn(d->opts, d->path, &err);
   if (err) {
-    fprintf(stderr, "divan: cannot reopen the store: %s\n", err);
+    log_error("cannot reopen the store: %s", err);
     rocksdb_free(err);
     d->db = NULL;
   } else {
@@ -1457,7 +1458,7 @@ static void recover(rdb *d) {
   if (space_low(d, now) || (f >= 0 && (uint64_t)f < d->room)) return;
   if (!reopen(d)) {
     d->stopped = 0;
-    fprintf(stderr, "divan: the store accepts writes again\n");
+    log_notice("the store accepts writes again");
   }
 }
 
@@ -1504,7 +1505,7 @@ static void run_batch(rdb *d, rtxn *list) {
       if (err) {
         /* RocksDB stops writing after a failed write until resumed; a
          * full disk is the client's 507, anything else a 500 */
-        if (!d->stopped) fprintf(stderr, "divan: rocksdb write failed: %s\n", err);
+        if (!d->stopped) log_error("rocksdb write failed: %s", err);
         rc = strstr(err, "No space") || strstr(err, "NoSpace") || strstr(err, "no space") ? DV_ENOSPC : DV_EIO;
         d->stopped = 1;
         d->stop_rc = rc;
@@ -1860,7 +1861,7 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   rocksdb_options_set_block_based_table_factory(d->opts, d->bbto);
   d->db = rocksdb_open(d->opts, path, &err);
   if (err) {
-    fprintf(stderr, "divan: cannot open store at %s: %s\n", path, err);
+    log_error("cannot open the store at %s: %s", path, err);
     rocksdb_free(err);
     d->db = NULL;
     rc = DV_EIO;

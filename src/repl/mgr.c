@@ -34,6 +34,7 @@
 #include "repl/repl_int.h"
 #include "util/alloc.h"
 #include "util/md5.h"
+#include "util/log.h"
 
 #define NODE "divan@127.0.0.1"
 #define LISTEN_WAIT_S 5
@@ -328,8 +329,8 @@ static void *job_thread(void *arg) {
     j->err = dv_strndup(msg, strlen(msg));
     int errors = j->error_count;
     pthread_mutex_unlock(&m->mu);
-    fprintf(stderr, "divan: replication %s%s%s crashed (%d in a row): %s\n", j->id, j->docid ? " of " : "",
-            j->docid ? j->docid : "", errors, msg);
+    log_error("replication %s%s%s crashed (%d in a row): %s", j->id, j->docid ? " of " : "", j->docid ? j->docid : "",
+              errors, msg);
     rjob_event(j, RJ_CRASHING, "crashed");
     buf_free(&res.body);
     dv_free(res.reason);

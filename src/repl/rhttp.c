@@ -23,16 +23,10 @@
 
 #include "repl/repl_int.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 #define RH_BACKOFF_FIRST_MS 250
 #define RH_BACKOFF_MAX_MS 10000
-
-/* DIVAN_REPL_TRACE=1 logs every request and the start of its answer. */
-static int trace(void) {
-  static int t = -1;
-  if (t < 0) t = getenv("DIVAN_REPL_TRACE") != NULL;
-  return t;
-}
 
 int rh_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : DV_EIO; }
 
@@ -248,10 +242,9 @@ int rh_do_file(rh_conn *c, const char *method, const char *path, const char *acc
       break;
     }
     if (sink && fflush(sink)) cc = CURLE_WRITE_ERROR;
-    if (trace())
-      fprintf(stderr, "repl: %s %s -> %ld (%s) %zu bytes: %.*s\n", method, (char *)url.p, out->status,
-              cc == CURLE_OK ? "ok" : curl_easy_strerror(cc), out->body.len,
-              (int)(out->body.len < 300 ? out->body.len : 300), (char *)out->body.p);
+    /* every request at debug (not the answer's body: it may be a _users document) */
+    log_debug("replicator: %s %s -> %ld (%s) %zu bytes", method, (char *)url.p, out->status,
+              cc == CURLE_OK ? "ok" : curl_easy_strerror(cc), out->body.len);
     int retry;
     if (cc != CURLE_OK) {
       snprintf(c->err, sizeof c->err, "%s %s: %s", method, c->ep->url, curl_easy_strerror(cc));
