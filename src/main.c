@@ -34,6 +34,7 @@
 #include "store/store.h"
 #include "util/alloc.h"
 #include "util/config.h"
+#include "util/log.h"
 
 #define DIVAN_VERSION "0.1.0"
 
@@ -459,7 +460,8 @@ static void hooks_unload(void *arg, store_hooks *h) {
 }
 
 /* A fatal signal writes its number and the stack (addresses as
- * binary(+offset), for addr2line) to stderr, the log, before the default
+ * binary(+offset), for addr2line) to the log's descriptor (stderr or the
+ * log file: log_fd), before the default
  * action ends the process (and dumps core where that is on): a crash in a
  * test or a service leaves its cause behind. Only async-signal-safe calls;
  * backtrace() is called once here first, as it loads libgcc on first use.
@@ -476,9 +478,10 @@ static void hooks_unload(void *arg, store_hooks *h) {
 static void on_crash(int sig) {
   char msg[64];
   int n = snprintf(msg, sizeof msg, "divan: fatal signal %d; stack:\n", sig);
-  if (n > 0 && write(2, msg, (size_t)n) < 0) { /* nothing left to tell */ }
+  int fd = log_fd();
+  if (n > 0 && write(fd, msg, (size_t)n) < 0) { /* nothing left to tell */ }
   void *frames[64];
-  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  backtrace_symbols_fd(frames, backtrace(frames, 64), fd);
   raise(sig); /* SA_RESETHAND: the default action now */
 }
 #endif
@@ -506,11 +509,13 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
 
   crash_handlers();
 
-  /* Block the stop signals in every thread; this one waits for them. */
+  /* Block the stop signals and SIGHUP in every thread; this one waits for
+   * them (SIGHUP: reopen the log, after a rotation). */
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
   signal(SIGPIPE, SIG_IGN);
 
@@ -520,6 +525,15 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   dv_config *cfg = NULL;
   rc = load_config(&o, &cfg);
   if (rc) return 1;
+  /* The log: [log] of the ini, the file by default in the data directory. */
+  char log_file[4096], why[512];
+  snprintf(log_file, sizeof log_file, "%s/divan.log", o.data);
+  log_set_node(API_NODE_NAME);
+  if (log_config_apply(cfg, log_file, why, sizeof why)) {
+    fprintf(stderr, "divan: %s\n", why);
+    config_free(cfg);
+    return 1;
+  }
   if (o.fdb) {
     kv_fdb_opts fo = {.library = o.fdb_library};
     rc = kv_open_fdb(o.cluster_file, &fo, &kv);
@@ -596,7 +610,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   repl_start(&as, &o, http_port(h));
   char port_s[16];
   snprintf(port_s, sizeof port_s, "%d", http_port(h));
-  if (config_set(cfg, "chttpd", "port", port_s, 0, NULL)) fprintf(stderr, "divan: note: /_config shows the configured port\n");
+  if (config_set(cfg, "chttpd", "port", port_s, 0, NULL)) log_warning("/_config shows the configured port, not %s", port_s);
   int v6 = strchr(o.bind, ':') != NULL;
   if (o.fdb)
     printf("divan: listening on http://%s%s%s:%d/ (FoundationDB, cluster file %s)\n", v6 ? "[" : "", o.bind,
@@ -605,9 +619,14 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
     printf("divan: listening on http://%s%s%s:%d/ (data %s)\n", v6 ? "[" : "", o.bind, v6 ? "]" : "",
            http_port(h), o.data);
   fflush(stdout);
+  log_info("divan %s has started on http://%s%s%s:%d/", DIVAN_VERSION, v6 ? "[" : "", o.bind, v6 ? "]" : "",
+           http_port(h));
   int sig = 0;
-  sigwait(&stop, &sig);
-  fprintf(stderr, "divan: stopping (signal %d)\n", sig);
+  while (!sigwait(&stop, &sig) && sig == SIGHUP) { /* logrotate moved the file: a new one, [log] read again */
+    if (log_config_apply(cfg, NULL, why, sizeof why)) log_error("SIGHUP: %s; the log is unchanged", why);
+    else log_info("SIGHUP: the log is open again");
+  }
+  log_info("stopping (signal %d)", sig);
   /* The replicator first: its one-shot jobs answer their waiting requests. */
   repl_mgr_stop(as.repl);
   as.repl = NULL;
@@ -618,6 +637,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   store_close(st);
   config_free(cfg);
   kv_close(kv);
+  log_close();
   return 0;
 }
 
