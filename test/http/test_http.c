@@ -47,6 +47,7 @@ TEST(http_jslimits) { suite("test/node/http/jslimits.test.js"); }
 TEST(http_filters) { suite("test/node/http/filters.test.js"); }
 TEST(http_validate) { suite("test/node/http/validate.test.js"); }
 TEST(http_views) { suite("test/node/http/views.test.js"); }
+TEST(http_logs) { suite("test/node/http/logs.test.js"); }
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }

@@ -37,6 +37,7 @@
   X(http_filters, 180)         \
   X(http_validate, 150)        \
   X(http_views, 180)           \
+  X(http_logs, 120)            \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
