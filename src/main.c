@@ -478,6 +478,7 @@ static void hooks_unload(void *arg, store_hooks *h) {
 static void on_crash(int sig) {
   char msg[64];
   int n = snprintf(msg, sizeof msg, "divan: fatal signal %d; stack:\n", sig);
+  log__crash_flush(); /* the lines queued for the writer thread, then the stack */
   int fd = log_fd();
   if (n > 0 && write(fd, msg, (size_t)n) < 0) { /* nothing left to tell */ }
   void *frames[64];

@@ -1,5 +1,5 @@
-/* log.h — divan's log: CouchDB's couch_log levels and line format, one
- * write(2) per line.
+/* log.h — divan's log: CouchDB's couch_log levels and line format, whole
+ * lines written by one writer thread.
  *
  * A line, as couch_log_writer_stderr and _file write it:
  *
@@ -24,16 +24,21 @@
  * (an escape is not split), then "...".
  *
  * Cost: log_enabled() is one relaxed atomic load, so a disabled line costs
- * a compare and formats nothing. An enabled line is formatted into a
- * buffer on the caller's stack (no allocation, no lock) and written with
- * one write(2): the file is opened O_APPEND, so lines of concurrent
- * threads never interleave (a pipe or terminal as stderr: lines up to
- * PIPE_BUF bytes, 4096 on Linux, are atomic).
+ * a compare and formats nothing. An enabled line is formatted on the
+ * caller's stack (no allocation, no lock) and, once log_open has run,
+ * handed whole to a writer thread through a lock-free queue; that thread
+ * writes what came every 10 ms in as few write(2)s as it can (a system
+ * call per line cost a tenth of the server's time at tens of thousands of
+ * requests a second, most of it in waking the reader of a pipe). Lines
+ * are never split and never interleaved, and one thread's lines keep
+ * their order. Before log_open (and in the tests' own processes that never
+ * open it) each line is one write(2) of its own. log_flush() writes out
+ * what is queued; log_close() does, and the end of the process (atexit).
  *
- * Reopen: log_open() for writer=file opens the path anew and dup3()s the
- * new file over the log's own descriptor, so the descriptor number a
- * writer loaded never changes meaning under it — no lock and no grace
- * period for writers. A line already in write(2) lands in the old file.
+ * Reopen: log_open() for writer=file writes out the queue to the old
+ * file, opens the path anew and dup3()s the new file over the log's own
+ * descriptor, so the descriptor number never changes meaning under a
+ * writer that loaded it.
  *
  * Not here: which lines exist (their callers), reading [log] from the
  * configuration (log_config_apply, logcfg.c), the request line
@@ -118,6 +123,11 @@ void log_write(int level, const char *id, const char *msg, size_t len);
 /* The descriptor lines go to now (2 or the log file's), for the fatal
  * signal handler's stack dump: async-signal-safe. */
 int log_fd(void);
+/* Write out the queued lines now (they go every 10 ms anyway). */
+void log_flush(void);
+/* The same from a fatal signal's handler (main.c's, before the stack):
+ * no lock, async-signal-safe; a line may come out twice. */
+void log__crash_flush(void);
 
 /* The usual spellings; the arguments are not evaluated below the level. */
 #define log_debug(...) ((void)(log_enabled(DV_LOG_DEBUG) ? log_msg(DV_LOG_DEBUG, NULL, __VA_ARGS__) : (void)0))

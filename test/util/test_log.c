@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -276,9 +277,12 @@ TEST(log_threads_rotate) {
   for (int i = 0; i < NTH; i++) ASSERT_OK(pthread_join(th[i], NULL));
   log_close();
   log_set_node(NULL);
-  /* every line of every file is whole, and each thread's lines are all there, once */
+  /* every line of every file is whole, each thread's lines are all there,
+   * once, and in the order it wrote them (the files in rotation order) */
   static unsigned char seen[NTH][PER];
+  int last[NTH];
   memset(seen, 0, sizeof seen);
+  for (int t = 0; t < NTH; t++) last[t] = -1;
   size_t total = 0;
   for (int f = 0; f <= rotations; f++) {
     char p[600];
@@ -298,7 +302,9 @@ TEST(log_threads_rotate) {
       ASSERTF(m && sscanf(m + 22, "%ld line %d payload-payload-payload%n", &t, &i, &k) == 2 && !m[22 + k], "%s", l);
       ASSERT(t >= 0 && t < NTH && i >= 0 && i < PER);
       ASSERTF(!seen[t][i], "thread %ld line %d twice", t, i);
+      ASSERTF(i > last[t], "thread %ld: line %d after line %d", t, i, last[t]);
       seen[t][i] = 1;
+      last[t] = i;
       total++;
     }
     free(s);
@@ -367,4 +373,44 @@ TEST(log_config) {
   s = read_file(other, NULL);
   ASSERTF(s && strstr(s, "[debug] ") && strstr(s, " abcdefghijklmnopqrstuvwxyz0...\n"), "%s", s);
   free(s);
+}
+
+/* The writer thread: lines reach the file within its period without a
+ * close; one longer than a queue slot keeps its place; what is queued
+ * when the process exits is written (atexit). */
+TEST(log_queue) {
+  char path[512], err[256];
+  snprintf(path, sizeof path, "%s/q.log", test_tmpdir());
+  pid_t pid = fork();
+  if (!pid) { /* a process that ends without log_close */
+    if (log_open(&(log_opts){.level = DV_LOG_INFO, .writer = LOG_W_FILE, .file = path}, err, sizeof err)) _exit(3);
+    for (int i = 0; i < 100; i++) log_info("child %d", i);
+    exit(0);
+  }
+  int st;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  char *s = read_file(path, NULL);
+  ASSERTF(s && count_lines(s) == 100 && strstr(s, " child 99\n"), "%s", s ? s : "(no file)");
+  free(s);
+  s = NULL;
+  ASSERT_OK(unlink(path));
+  ASSERT_OK(log_open(&(log_opts){.level = DV_LOG_INFO, .writer = LOG_W_FILE, .file = path}, err, sizeof err));
+  log_info("first");
+  static char big[2000];
+  memset(big, 'b', sizeof big - 1);
+  log_info("%s", big); /* longer than a slot: written after what is queued */
+  log_info("last");
+  size_t n = 0;
+  for (int i = 0; i < 200 && n < 3; i++) { /* no close: the thread writes them */
+    usleep(5000);
+    free(s);
+    s = read_file(path, NULL);
+    n = s ? count_lines(s) : 0;
+  }
+  ASSERT_EQ(n, 3);
+  char *a = strstr(s, " first\n"), *b = strstr(s, " bbbb"), *c = strstr(s, " last\n");
+  ASSERT(a && b && c && a < b && b < c);
+  free(s);
+  log_close();
 }

@@ -54,4 +54,5 @@
   X(log_open_errors, 5) \
   X(log_reopen, 5) \
   X(log_threads_rotate, 30) \
+  X(log_queue, 10) \
   X(log_config, 5)
