@@ -414,3 +414,5 @@ TEST(log_queue) {
   free(s);
   log_close();
 }
+
+TEST(log_fuzz_smoke) { test_fuzz_smoke("fuzz_log"); }

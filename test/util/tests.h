@@ -55,4 +55,5 @@
   X(log_reopen, 5) \
   X(log_threads_rotate, 30) \
   X(log_queue, 10) \
+  X(log_fuzz_smoke, 60) \
   X(log_config, 5)
