@@ -32,8 +32,9 @@
 #include "util/log.h"
 
 typedef struct out {
-  char *p;
-  size_t n, cap;
+  char *p;    /* the line so far, on the caller's stack */
+  size_t n;   /* bytes in it */
+  size_t cap; /* bytes it can hold; what does not fit is dropped */
 } out;
 
 static void put(out *o, const char *s, size_t n) {
@@ -101,8 +102,8 @@ void api_log_request(hreq *r) {
    * debug: CouchDB's replicator reads local databases without HTTP */
   int level = r->app && r->app->auth_via && !strcmp(r->app->auth_via, "replicator") ? DV_LOG_DEBUG : DV_LOG_NOTICE;
   if (!r->end || !log_enabled(level)) return; /* !end: hreq_reroute letting go of r->app */
-  char line[LOG_MAX_MESSAGE + 1]; /* full: longer than the log keeps, so it is cut with "..." */
-  out o = {line, 0, sizeof line};
+  char line[LOG_MAX_MESSAGE];
+  out o = {line, 0, sizeof line - 64}; /* room kept for "..." and the status, outcome and time */
   const char *host = hreq_hdr(r, "Host");
   puts_(&o, host && *host ? host : "undefined");
   put(&o, " ", 1);
@@ -131,6 +132,9 @@ void api_log_request(hreq *r) {
   char tail[64];
   int tn = snprintf(tail, sizeof tail, " %d %s %lld", r->status, r->end == HREQ_END_OK ? "ok" : "aborted",
                     (long long)((us + 500) / 1000));
+  int cut = o.n == o.cap; /* a path or query too long for the line */
+  o.cap = sizeof line;
+  if (cut) put(&o, "...", 3);
   if (tn > 0) put(&o, tail, (size_t)tn < sizeof tail ? (size_t)tn : sizeof tail - 1);
   log_write(level, r->reqid, line, o.n);
 }

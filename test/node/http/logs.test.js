@@ -72,6 +72,11 @@ test('a request is one notice line as chttpd logs it, under the X-Couch-Request-
   ok(/^example\.org:99 127\.0\.0\.1 undefined GET \/nosuchdb 404 ok \d+$/.test((await lineOf(idOf(a)))[1]), (await lineOf(idOf(a)))[0]);
   const h = await req('HEAD', U + '/_up');
   ok(/^127\.0\.0\.1:\d+ 127\.0\.0\.1 admin HEAD \/_up 200 ok \d+$/.test((await lineOf(idOf(h)))[1]));
+  // a query that re-encodes past the message cap ('+' is a space, %20): cut, the outcome kept
+  const long = await req('GET', U + '/_up?q=' + '+'.repeat(7000));
+  eq(long.status, 200);
+  const ll = (await lineOf(idOf(long)))[1];
+  ok(/^127\.0\.0\.1:\d+ 127\.0\.0\.1 admin GET \/_up\?q=(%20)+%?2?\.\.\. 200 ok \d+$/.test(ll) && ll.length < 16000, ll.slice(0, 100) + '…' + ll.slice(-100));
   // every request gets an id of its own
   const ids = new Set();
   for (let i = 0; i < 20; i++) ids.add(idOf(await req('GET', U + '/_up')));
