@@ -64,7 +64,7 @@ all: divan
 divan: $(BUILD)/divan
 	@cp $< $@
 
-$(DEPS_OK): scripts/deps.sh test/node/package.json
+$(DEPS_OK): scripts/deps.sh test/node/package.json share/fauxton/package-lock.json
 	@bash scripts/deps.sh
 	@mkdir -p $(@D) && touch $@
 
