@@ -120,7 +120,7 @@ typedef struct api_routes {
 #define API_TABLE(t) {t, sizeof t / sizeof *t}
 /* Each family's table, in its file; route.c tries them in its order. */
 extern const api_routes api_server_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes,
-    api_purge_routes, api_mango_routes, api_ddocfn_routes, api_view_routes, api_doc_routes;
+    api_purge_routes, api_mango_routes, api_ddocfn_routes, api_view_routes, api_doc_routes, api_utils_routes;
 
 /* The header carrying the replicator's identity on its loopback requests
  * to local databases: "TOKEN;USER;ROLE,ROLE" (authn.c). */
@@ -142,6 +142,10 @@ int api_docid_ok(hreq *r, const char *id, size_t n, int local);
 /* A write's answer, {"ok":true,"id":…[,"rev":…]} with status; the ETag
  * (rev) and the document's Location (/{db}/{id}) when asked. */
 void api_written(hreq *r, int status, const char *id, size_t n, const char *rev, int etag, int loc);
+
+/* Does the request's Accept-Encoding take gzip (mochiweb's
+ * accepted_encodings: q-values, "x-gzip", "*")? No header: identity only. */
+int api_accepts_gzip(hreq *r);
 
 /* A new id as 32 lower-case hex chars + NUL (new doc ids, /_uuids):
  * CouchDB's "sequential" algorithm (areq.c). */
@@ -218,6 +222,16 @@ void api_view_list(hreq *r, const json_val *vdoc, const char *view, size_t view_
 void hapi_no_db(hreq *r);
 void hapi_not_yet(hreq *r);
 void hapi_missing(hreq *r); /* 404 not_found missing */
+
+/* Where Fauxton's files are (utils.c), the one place that decides: [chttpd]
+ * docroot of c (may be NULL), else $COUCHDB_FAUXTON_DOCROOT (CouchDB's),
+ * else the first of PREFIX/share/divan/www (beside an installed
+ * PREFIX/bin/divan) and the source tree's share/fauxton install (beside
+ * ./divan or build/TAG/divan) that holds index.html. 0 with *out the
+ * directory (dv_free it); or DV_ENOT_FOUND with *why (when why is not NULL;
+ * dv_free it; NULL when out of memory) saying what is missing and where it
+ * looked; or DV_ENOMEM. */
+int api_utils_docroot(dv_config *c, char **out, char **why) DV_MUST_CHECK;
 
 /* /_session (session.c) */
 void hapi_session(hreq *r);

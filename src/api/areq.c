@@ -1,9 +1,11 @@
 /* areq.c — request helpers with CouchDB's meaning, for every endpoint
  * file: opening the request's database (with its membership check),
- * document-id checks, the answer of a write, and new ids.
+ * document-id checks, the answer of a write, new ids, and whether a client
+ * takes gzip.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <pthread.h>
 #include <time.h>
@@ -122,4 +124,34 @@ void api_qs_fail(hreq *r, int rc, const qs_err *e) {
   for (size_t i = 0; e->error && i < sizeof known / sizeof *known; i++)
     if (!strcmp(e->error, known[i].name)) code = known[i].rc;
   hres_errn(r, code, e->error, e->reason);
+}
+
+/* attachments (att.c) and /_utils (utils.c) */
+int api_accepts_gzip(hreq *r) {
+  const char *h = hreq_hdr(r, "Accept-Encoding");
+  int gz = -1, star = -1;
+  for (const char *p = h; p && *p;) {
+    while (*p == ' ' || *p == '\t' || *p == ',') p++;
+    size_t k = strcspn(p, ",");
+    size_t t = strcspn(p, ";,");
+    size_t e = t;
+    while (e && (p[e - 1] == ' ' || p[e - 1] == '\t')) e--;
+    int q = 1;
+    const char *qs = memchr(p, ';', k);
+    if (qs) {
+      const char *v = qs + 1;
+      while (*v == ' ') v++;
+      if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=') {
+        v += 2;
+        q = 0; /* q=0, 0.0, 0.000: refused; anything above zero: accepted */
+        for (; v < p + k && ((*v >= '0' && *v <= '9') || *v == '.'); v++)
+          if (*v >= '1' && *v <= '9') q = 1;
+      }
+    }
+    if ((e == 4 && !strncasecmp(p, "gzip", 4)) || (e == 6 && !strncasecmp(p, "x-gzip", 6))) gz = q;
+    else if (e == 1 && *p == '*') star = q;
+    p += k;
+  }
+  if (gz >= 0) return gz;
+  return star > 0;
 }

@@ -243,37 +243,6 @@ static int comp_level(const hatt_cfg *c, const char *type) {
   return hatt_compressible(c, type, strlen(type)) ? c->level : 0;
 }
 
-/* Does Accept-Encoding take gzip (mochiweb's accepted_encodings: q-values,
- * "*")? No header: identity only. */
-static int accepts_gzip(hreq *r) {
-  const char *h = hreq_hdr(r, "Accept-Encoding");
-  int gz = -1, star = -1;
-  for (const char *p = h; p && *p;) {
-    while (*p == ' ' || *p == '\t' || *p == ',') p++;
-    size_t k = strcspn(p, ",");
-    size_t t = strcspn(p, ";,");
-    size_t e = t;
-    while (e && (p[e - 1] == ' ' || p[e - 1] == '\t')) e--;
-    int q = 1;
-    const char *qs = memchr(p, ';', k);
-    if (qs) {
-      const char *v = qs + 1;
-      while (*v == ' ') v++;
-      if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=') {
-        v += 2;
-        q = 0; /* q=0, 0.0, 0.000: refused; anything above zero: accepted */
-        for (; v < p + k && ((*v >= '0' && *v <= '9') || *v == '.'); v++)
-          if (*v >= '1' && *v <= '9') q = 1;
-      }
-    }
-    if ((e == 4 && !strncasecmp(p, "gzip", 4)) || (e == 6 && !strncasecmp(p, "x-gzip", 6))) gz = q;
-    else if (e == 1 && *p == '*') star = q;
-    p += k;
-  }
-  if (gz >= 0) return gz;
-  return star > 0;
-}
-
 /* ---- response headers ---------------------------------------------------- */
 
 /* Location: /{db}/{docid}/{attname} made absolute (chttpd:absolute_uri). */
@@ -817,7 +786,7 @@ static void att_get(hreq *r) {
     hres_raw(r, 304, type ? type : "application/octet-stream", "", 0);
     return;
   }
-  int gz_ok = a->gzip && accepts_gzip(r);
+  int gz_ok = a->gzip && api_accepts_gzip(r);
   if (gz_ok) hres_header(r, "Content-Encoding", "gzip");
   hres_header(r, "Accept-Ranges", a->gzip ? "none" : "bytes");
   dv_config *c = api_config(r);

@@ -505,8 +505,5 @@ static const http_route routes[] = {
     {HTTP_ANY, "/_node", API_SERVER_ADMIN, hapi_node},
     {HTTP_ANY, "/_node/{rest}", API_SERVER_ADMIN, hapi_node},
     {HTTP_ANY, "/_session", 0, hapi_session},
-    /* Fauxton's home: anyone may look (as CouchDB); not served yet */
-    {GET_HEAD, "/_utils", 0, hapi_no_db},
-    {GET_HEAD, "/_utils/{rest}", 0, hapi_no_db},
 };
 const api_routes api_server_routes = API_TABLE(routes);

@@ -271,7 +271,9 @@ static int cors_preflight(hreq *r) {
 
 static void add_common_headers(hreq *r, struct MHD_Response *res, const char *ctype) {
   MHD_add_response_header(res, "Content-Type", ctype);
-  MHD_add_response_header(res, "Cache-Control", "must-revalidate");
+  int own_cc = 0; /* a handler's Cache-Control (/_uuids, /_utils) replaces the default */
+  for (int i = 0; i < r->nhdr; i++) own_cc |= !strcasecmp(r->hdr[i].name, "Cache-Control");
+  if (!own_cc) MHD_add_response_header(res, "Cache-Control", "must-revalidate");
   MHD_add_response_header(res, "Server", r->srv->o.server);
   MHD_add_response_header(res, "X-Couch-Request-ID", r->reqid);
   for (int i = 0; i < r->nhdr; i++) MHD_add_response_header(res, r->hdr[i].name, r->hdr[i].val);
