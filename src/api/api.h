@@ -253,6 +253,7 @@ void hapi_uuids(hreq *r);         /* /_uuids */
 void hapi_active_tasks(hreq *r);  /* /_active_tasks */
 void hapi_membership(hreq *r);    /* /_membership */
 void hapi_node(hreq *r);          /* /_node/{name}[/...] */
+void hapi_cluster_setup(hreq *r); /* /_cluster_setup */
 
 /* db.c */
 void hapi_db(hreq *r);            /* /{db}: PUT GET HEAD DELETE POST */

@@ -1,5 +1,6 @@
 /* server.c — the server-level endpoints: GET /, /_up, /_all_dbs,
- * /_dbs_info, /_uuids, /_active_tasks, /_membership, /_node/….
+ * /_dbs_info, /_uuids, /_active_tasks, /_membership, /_node/…,
+ * /_cluster_setup.
  *
  * Answers follow CouchDB 3.x's shapes; divan is a single node named
  * "divan@127.0.0.1" (membership and _node/_local report it). The config
@@ -492,6 +493,168 @@ void hapi_node(hreq *r) {
   hres_json(r, 200, c);
 }
 
+/* ---- /_cluster_setup (CouchDB's setup_httpd) ---------------------------------------
+ *
+ * divan is one node, so it is "set up" as a CouchDB single node is: a
+ * server admin exists and the system databases do. GET says so; POST runs
+ * the single-node actions of Fauxton's setup wizard (enable_single_node:
+ * an admin, [chttpd] bind_address and port, the system databases;
+ * finish_cluster: the databases). The cluster actions have no meaning on
+ * one node and answer 400. bind_address and port are written to the ini
+ * file and take effect at the next start (CouchDB restarts its listener at
+ * once). */
+
+static const char *const setup_dbs[] = {"_users", "_replicator"}; /* setup:cluster_system_dbs() */
+
+static int count_row(void *arg, const char *section, const char *key, const char *value) {
+  (*(int *)arg)++;
+  return 0;
+}
+
+static const char *jstr(hreq *r, const json_val *v);
+
+static int has_admins(hreq *r) {
+  int n = 0;
+  dv_config *c = api_config(r);
+  if (c) (void)config_each(c, "admins", count_row, &n);
+  return n > 0;
+}
+
+/* The databases to check or create: ensure_dbs_exist (a JSON array of
+ * names, from the query string or the body), else setup_dbs. Written into
+ * names/n (at most max). 0, or -1 with 400 written. */
+static int setup_db_list(hreq *r, const json_val *given, const char **names, size_t max, size_t *n) {
+  *n = 0;
+  if (!given) {
+    for (size_t i = 0; i < sizeof setup_dbs / sizeof *setup_dbs; i++) names[(*n)++] = setup_dbs[i];
+    return 0;
+  }
+  if (given->type != JSON_ARRAY || given->len > max) {
+    hres_errw(r, DV_EBAD_REQUEST, "ensure_dbs_exist must be an array of database names.");
+    return -1;
+  }
+  for (size_t i = 0; i < given->len; i++) {
+    names[*n] = jstr(r, given->u.items[i]);
+    if (!names[(*n)++]) {
+      hres_errw(r, DV_EBAD_REQUEST, "ensure_dbs_exist must be an array of database names.");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Do all these databases exist (setup:has_cluster_system_dbs)? */
+static int dbs_exist(hreq *r, const char **names, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    store_db *db = NULL;
+    int rc = store_db_open(api_store(r), names[i], &db);
+    store_db_close(db);
+    if (rc) return 0;
+  }
+  return 1;
+}
+
+/* Create those that are missing (fabric:create_db of each). */
+static int create_dbs(hreq *r, const char **names, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int rc = store_db_name_check(names[i], strlen(names[i]));
+    if (!rc) rc = store_db_create(api_store(r), names[i]);
+    if (rc == DV_EDB_EXISTS) rc = 0;
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* A JSON string as a C string in r->a (DOM strings are not NUL-terminated),
+ * or NULL: not a string, or one holding NUL. */
+static const char *jstr(hreq *r, const json_val *v) {
+  if (!v || v->type != JSON_STRING || memchr(v->u.s, 0, v->len)) return NULL;
+  return arena_strndup(&r->a, v->u.s, v->len);
+}
+
+/* A string or number member as text in r->a (port may be either), or NULL. */
+static const char *member_text(hreq *r, const json_val *o, const char *k) {
+  const json_val *v = json_obj_getz(o, k);
+  if (v && v->type == JSON_NUMBER) return arena_strndup(&r->a, v->u.s, v->len);
+  return jstr(r, v);
+}
+
+static void setup_post(hreq *r) {
+  json_val *body;
+  if (hreq_need_json(r) || hreq_json_body(r, 1, &body)) return;
+  const char *action = jstr(r, json_obj_getz(body, "action"));
+  if (!action) action = "missing";
+  const char *names[64];
+  size_t n;
+  int single = !strcmp(action, "enable_single_node");
+  if (!single && strcmp(action, "finish_cluster")) {
+    if (!strcmp(action, "enable_cluster") || !strcmp(action, "add_node") || !strcmp(action, "remove_node") ||
+        !strcmp(action, "receive_cookie"))
+      hres_errw(r, DV_EBAD_REQUEST, "divan runs as a single node: configure it with enable_single_node.");
+    else hres_errw(r, DV_EBAD_REQUEST, "Invalid Action'"); /* sic: CouchDB's reason */
+    return;
+  }
+  if (setup_db_list(r, json_obj_getz(body, "ensure_dbs_exist"), names, sizeof names / sizeof *names, &n)) return;
+  if (!single && dbs_exist(r, names, n)) {
+    hres_errw(r, DV_EBAD_REQUEST, "Cluster is already finished");
+    return;
+  }
+  int rc = 0;
+  if (single) {
+    dv_config *c = api_config(r);
+    const char *user = member_text(r, body, "username"), *pw = member_text(r, body, "password_hash");
+    if (!pw) pw = member_text(r, body, "password");
+    if (!has_admins(r) && !(user && pw)) {
+      hres_errw(r, DV_EBAD_REQUEST, "Cluster setup requires admin account to be configured");
+      return;
+    }
+    const char *bind = member_text(r, body, "bind_address"), *port = member_text(r, body, "port");
+    char *hashed = NULL;
+    if (!c) rc = DV_EINTERNAL;
+    if (!rc && user && pw && !cr_admin_is_hashed(pw)) rc = auth_admin_hash(c, pw, &hashed);
+    if (!rc && user && pw) rc = config_set(c, "admins", user, hashed ? hashed : pw, 1, NULL);
+    dv_free(hashed);
+    if (!rc) rc = config_set(c, "chttpd", "bind_address", bind ? bind : "0.0.0.0", 1, NULL);
+    if (!rc && port) rc = config_set(c, "chttpd", "port", port, 1, NULL);
+    if (!rc) auth_cache_clear();
+    if (rc == DV_EINVAL) {
+      hres_errw(r, DV_EBAD_REQUEST, "The value cannot be written to the configuration file.");
+      return;
+    }
+  }
+  if (!rc) rc = create_dbs(r, names, n);
+  if (rc) {
+    hres_err(r, rc);
+    return;
+  }
+  json_w w;
+  hres_jw(r, 201, &w);
+  json_w_raw(&w, "{\"ok\":true}", 11);
+}
+
+void hapi_cluster_setup(hreq *r) {
+  if (r->method == HM_POST) {
+    setup_post(r);
+    return;
+  }
+  if (r->method != HM_GET && r->method != HM_HEAD) {
+    hres_method(r, "GET,POST");
+    return;
+  }
+  json_val *given = NULL;
+  const char *names[64];
+  size_t n;
+  if (hq_json(r, "ensure_dbs_exist", &given) || setup_db_list(r, given, names, sizeof names / sizeof *names, &n)) return;
+  dv_config *c = api_config(r);
+  int enabled = (c && config_get_bool(c, "couchdb", "single_node", 0)) || (has_admins(r) && dbs_exist(r, names, n));
+  json_w w;
+  hres_jw(r, 200, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "state");
+  json_w_strz(&w, enabled ? "single_node_enabled" : "single_node_disabled");
+  json_w_obj_end(&w);
+}
+
 /* ---- routes ------------------------------------------------------------------ */
 
 static const http_route routes[] = {
@@ -505,5 +668,6 @@ static const http_route routes[] = {
     {HTTP_ANY, "/_node", API_SERVER_ADMIN, hapi_node},
     {HTTP_ANY, "/_node/{rest}", API_SERVER_ADMIN, hapi_node},
     {HTTP_ANY, "/_session", 0, hapi_session},
+    {HTTP_ANY, "/_cluster_setup", API_SERVER_ADMIN, hapi_cluster_setup},
 };
 const api_routes api_server_routes = API_TABLE(routes);
