@@ -233,7 +233,8 @@ static int list_has(const char *list, const char *item) {
 static const char *cors_origin(hreq *r, int *credentials) {
   dv_config *c = r->srv->o.config;
   const char *origin = hreq_hdr(r, "Origin");
-  if (!c || !origin || !*origin || !config_get_bool(c, "chttpd", "enable_cors", 0)) return NULL;
+  if (!c || !origin || !*origin || !config_get_bool(c, "chttpd", "enable_cors", config_get_bool(c, "httpd", "enable_cors", 0)))
+    return NULL; /* chttpd_util:get_chttpd_config_boolean: [httpd] is the fallback (Fauxton writes it) */
   char *origins = config_get(c, "cors", "origins");
   int any = origins && !strcmp(origins, "*");
   int ok = any || (origins && list_has(origins, origin));
