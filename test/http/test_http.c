@@ -48,6 +48,7 @@ TEST(http_filters) { suite("test/node/http/filters.test.js"); }
 TEST(http_validate) { suite("test/node/http/validate.test.js"); }
 TEST(http_views) { suite("test/node/http/views.test.js"); }
 TEST(http_logs) { suite("test/node/http/logs.test.js"); }
+TEST(http_utils) { suite("test/node/http/utils.test.js"); }
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
