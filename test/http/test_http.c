@@ -49,6 +49,15 @@ TEST(http_validate) { suite("test/node/http/validate.test.js"); }
 TEST(http_views) { suite("test/node/http/views.test.js"); }
 TEST(http_logs) { suite("test/node/http/logs.test.js"); }
 TEST(http_utils) { suite("test/node/http/utils.test.js"); }
+/* Fauxton in Debian's chromium; its screenshots go to $DV_BUILD/fauxton-shots
+ * (one folder per build, so the sanitizer run keeps its own). */
+TEST(http_fauxton) {
+  const char *bin = getenv("DIVAN_BIN"), *build = getenv("DV_BUILD");
+  ASSERT(bin != NULL); /* make test sets it */
+  int rc = test_sh("TEST_TMPDIR='%s' DIVAN_BIN='%s' FAUXTON_SHOTS='%s/fauxton-shots' node test/node/http/fauxton.test.js 2>&1",
+                   test_tmpdir(), bin, build ? build : "build");
+  ASSERT_EQ(rc, 0);
+}
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }

@@ -39,6 +39,7 @@
   X(http_views, 180)           \
   X(http_logs, 120)            \
   X(http_utils, 120)           \
+  X(http_fauxton, 180)         \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
