@@ -53,8 +53,10 @@ async function typeInAce(sel, text) {
 // A browser step: on failure, a screenshot of where it stood.
 function step(name, fn) {
   test(name, async () => {
+    const t0 = Date.now();
     try {
       await fn();
+      if (process.env.T_VERBOSE) console.log(`     ${name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     } catch (e) {
       if (page) await snap('FAILED-' + name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)).catch(() => {});
       throw e;

@@ -131,6 +131,25 @@ test('gzip limit: a file of UT_GZ_MAX bytes is gzip\'d, one byte more goes as it
   eq(Number(past.headers['content-length']), GZ_MAX + 1);
 });
 
+test('past the gzip cache\'s bounds (128 files, 16 MiB) every file is still right', async () => {
+  const many = path.join(root, 'many');
+  fs.mkdirSync(many);
+  for (let i = 0; i < 130; i++) fs.writeFileSync(path.join(many, `f${i}.css`), `.c${i} { color: red; }\n`.repeat(50));
+  // random text compresses to ~3/4: three of these hold more than 16 MiB gzip'd
+  for (let i = 0; i < 3; i++) fs.writeFileSync(path.join(many, `big${i}.js`), require('crypto').randomBytes(6 << 20).toString('base64').slice(0, GZ_MAX));
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < 130; i++) {
+      const r = await get(`/_utils/many/f${i}.css`, { 'Accept-Encoding': 'gzip' });
+      eq(zlib.gunzipSync(r.body).toString(), `.c${i} { color: red; }\n`.repeat(50));
+    }
+    for (let i = 0; i < 3; i++) {
+      const r = await get(`/_utils/many/big${i}.js`, { 'Accept-Encoding': 'gzip' });
+      eq(r.headers['content-encoding'], 'gzip');
+      ok(zlib.gunzipSync(r.body).equals(fs.readFileSync(path.join(many, `big${i}.js`))), `big${i}.js`);
+    }
+  }
+});
+
 test('ETag: If-None-Match → 304 (either form, a list, *), a changed file a new tag', async () => {
   const r = await get('/_utils/app.js');
   const tag = r.headers.etag;
