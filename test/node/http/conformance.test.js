@@ -232,13 +232,17 @@ test('6. _users is admin-only by default: a user gets 403 for any user doc, its 
 
 // ---- 7. unknown top-level paths ----------------------------------------------------
 
-test('7. an unknown path starting with "_" is 404 not_found; /_utils too until Fauxton is served', async () => {
+test('7. an unknown path starting with "_" is 404 not_found; /_utils is Fauxton (a redirect to /_utils/, open to anyone)', async () => {
   const dne = 'Database does not exist.';
   isErr(await req('GET', U + '/_nope_endpoint'), 404, 'not_found', dne);
   isErr(await req('GET', U + '/_nope_endpoint/doc'), 404, 'not_found', dne);
   isErr(await req('DELETE', U + '/_nope_endpoint'), 404, 'not_found', dne);
-  isErr(await req('GET', U + '/_utils'), 404, 'not_found');
-  isErr(await anon('GET', '/_utils/'), 404, 'not_found');
+  const r = await req('GET', U + '/_utils');
+  eq(r.status, 301, r.text);
+  ok(/\/_utils\/$/.test(r.headers.location), String(r.headers.location));
+  const u = await anon('GET', '/_utils/');
+  eq(u.status, 200, u.text.slice(0, 200));
+  ok(/^text\/html/.test(u.headers['content-type']), u.headers['content-type']);
   isErr(await anon('GET', '/_nope_endpoint'), 401, 'unauthorized');
   isErr(await req('PUT', U + '/_nope_endpoint'), 400, 'illegal_database_name');
 });
