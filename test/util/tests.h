@@ -56,4 +56,9 @@
   X(log_threads_rotate, 30) \
   X(log_queue, 10) \
   X(log_fuzz_smoke, 60) \
-  X(log_config, 5)
+  X(log_config, 5) \
+  X(stats_threads_sum, 30) \
+  X(stats_table, 5) \
+  X(stats_bins, 5) \
+  X(stats_summary_couch, 5) \
+  X(stats_hist_percentiles, 10)
