@@ -307,6 +307,8 @@ void hres_offload(hreq *r, void (*work)(hreq *r), void (*fn)(hreq *r));
 void hfeed_timer(hfeed *f, int64_t due_ms);
 /* Monotonic clock, ms. */
 int64_t hnow_ms(void);
+/* Monotonic clock, µs (r->t_start_us's). */
+int64_t hnow_us(void);
 
 /* ---- streamed request bodies and sized streamed responses (attachments) --- */
 
@@ -401,6 +403,8 @@ int http_port(http_server *h);
 int http_threads(http_server *h);
 /* The options in force (defaults filled in). */
 const http_opts *http_options(http_server *h);
+/* libmicrohttpd's version ("0.9.75"), for /_node/_local/_versions. */
+const char *http_engine_version(void);
 /* Stop: ends every feed, waits for requests in flight. NULL is a no-op. */
 void http_stop(http_server *h);
 

@@ -158,7 +158,7 @@ int64_t hnow_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t now_us(void) {
+int64_t hnow_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -172,7 +172,7 @@ static void new_reqid(char out[11]) {
   static __thread uint64_t x;
   static const char hex[] = "0123456789abcdef";
   while (!x)
-    if (getrandom(&x, sizeof x, 0) != sizeof x) x = (uint64_t)now_us() ^ (uint64_t)(uintptr_t)&x;
+    if (getrandom(&x, sizeof x, 0) != sizeof x) x = (uint64_t)hnow_us() ^ (uint64_t)(uintptr_t)&x;
   x ^= x << 13, x ^= x >> 7, x ^= x << 17;
   uint64_t v = x >> 24;
   for (int i = 9; i >= 0; i--, v >>= 4) out[i] = hex[v & 15];
@@ -196,6 +196,7 @@ void *http_app_arg(hreq *r) { return r->srv->app.arg; }
 int http_port(http_server *h) { return h->port; }
 int http_threads(http_server *h) { return h->o.threads; }
 const http_opts *http_options(http_server *h) { return &h->o; }
+const char *http_engine_version(void) { return MHD_get_version(); }
 
 /* ---- responses ------------------------------------------------------------ */
 
@@ -1028,7 +1029,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     hreq *r = &x->r;
     r->srv = s;
     r->conn = c;
-    r->t_start_us = now_us();
+    r->t_start_us = hnow_us();
     new_reqid(r->reqid);
     arena_init(&r->a, HREQ_ARENA_CHUNK);
     buf_init(&r->out);
