@@ -54,7 +54,7 @@ FUZZ_SECONDS ?= 20
 # compiled again -fPIC with hidden visibility, in a libfdb_c.so of its own.
 FDBSIM     := $(BUILD)/fdbsim/libfdb_c.so
 FDBSIM_SRC := test/fdbsim/fdbsim.c src/kv/kv.c src/kv/rocks.c src/kv/wset.c src/util/alloc.c \
-              src/util/buf.c src/util/err.c src/util/log.c
+              src/util/buf.c src/util/err.c src/util/log.c src/util/stats.c
 FDBSIM_OBJ := $(FDBSIM_SRC:%.c=$(BUILD)/fdbsim/%.o) $(BUILD)/fdbsim/src/kv/rocks_reclaim.o
 
 .PHONY: all run test bench fuzz fuzzers fdbsim deps format clean install uninstall deb

@@ -115,6 +115,7 @@ static int64_t fault_db_version(kv_db *db) { return kv_db_version(as_db(db)->inn
 
 static int fault_compact(kv_db *db) { return kv_compact(as_db(db)->inner); }
 static void fault_bulk_written(kv_db *db, size_t n) { kv_bulk_written(as_db(db)->inner, n); }
+static void fault_info(kv_db *db, kv_info *out) { kv_db_info(as_db(db)->inner, out); }
 
 /* ---- transactions ------------------------------------------------------ */
 
@@ -334,6 +335,7 @@ static const kv_methods fault_methods = {
     .set_timeout_ms = fault_set_timeout_ms,
     .compact = fault_compact,
     .bulk_written = fault_bulk_written,
+    .info = fault_info,
 };
 
 /* ---- public API ------------------------------------------------------- */

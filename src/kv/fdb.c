@@ -63,6 +63,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* guards the loading s
 static fdb_lib g_api;          /* the functions, valid once g_loaded */
 static int g_loaded;           /* 1 after a successful load + network start */
 static char *g_library;        /* the path loaded */
+static int g_api_version;      /* the API version selected */
 static pthread_t g_net;        /* runs fdb_run_network */
 static pthread_mutex_t g_watch_mu = PTHREAD_MUTEX_INITIALIZER; /* guards watch lists */
 
@@ -109,6 +110,7 @@ static int load_locked(const char *library) {
     return DV_EIO; /* the library stays loaded: FDB allows one setup */
   }
   g_api = api;
+  g_api_version = v;
   if (pthread_create(&g_net, NULL, net_main, NULL)) return DV_ENOMEM;
   g_library = strdup(library);
   if (!g_library) return DV_ENOMEM;
@@ -714,6 +716,13 @@ static void f_watch_free(kv_watch *kw) {
   dv_free(w);
 }
 
+/* A client knows the API version it speaks; the cluster's storage (its
+ * compaction, its memory) is the storage servers' and not seen here. */
+static void f_info(kv_db *db, kv_info *out) {
+  out->engine = "foundationdb";
+  snprintf(out->version, sizeof out->version, "%d", g_api_version);
+}
+
 static const kv_methods fdb_methods = {
     .name = "fdb",
     .close = f_close,
@@ -740,4 +749,5 @@ static const kv_methods fdb_methods = {
     .watch_free = f_watch_free,
     .set_timeout_ms = f_set_timeout_ms,
     .on_error = f_on_error,
+    .info = f_info,
 };

@@ -7,6 +7,9 @@
  * (kv_on_error, kv_run), the blocking commit wrapper, kv_get_range on top
  * of iterators, and the byte helpers shared by backends live here too.
  * No storage mechanics here: those are the backends' (rocks.c, fdb.c).
+ * The metrics every backend shares are counted here too (util/stats.h:
+ * divan.kv.*): commits that wrote, the errors that fail a transaction,
+ * retries.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include "kv/kv_int.h"
 #include "util/alloc.h"
 #include "util/buf.h"
+#include "util/stats.h"
 #include <stddef.h>
 
 #define DEFAULT_RETRY_LIMIT 100
@@ -153,9 +157,27 @@ static int check_range(const uint8_t *b, size_t bl, const uint8_t *e, size_t el)
   return 0;
 }
 
+/* The error that fails a transaction, counted once (the sticky error
+ * returned again is not a new one). */
+static void count_fail(int rc) {
+  if (rc == DV_ENOT_COMMITTED) dv_stat_inc(DV_ST_KV_CONFLICTS);
+  else if (rc == DV_ECOMMIT_UNKNOWN) dv_stat_inc(DV_ST_KV_COMMIT_UNKNOWN);
+  else if (rc == DV_ETXN_TOO_OLD) dv_stat_inc(DV_ST_KV_TOO_OLD);
+}
+
 static int fail(kv_txn *t, int rc) {
-  if (rc < 0 && !t->err) t->err = rc;
+  if (rc < 0 && !t->err) {
+    t->err = rc;
+    count_fail(rc);
+  }
   return rc;
+}
+
+/* A commit succeeded: counted when it wrote (a read-only commit has no
+ * committed version). */
+static void count_commit(kv_txn *t) {
+  int64_t v;
+  if (dv_stats_on() && !t->m->get_committed_version(t, &v) && v >= 0) dv_stat_inc(DV_ST_KV_COMMITS);
 }
 
 #define ENTER(t)                                   \
@@ -180,6 +202,14 @@ int64_t kv_db_version(kv_db *db) { return db->m->db_version(db); }
 const char *kv_db_backend(kv_db *db) { return db->m->name; }
 
 int kv_compact(kv_db *db) { return db->m->compact ? db->m->compact(db) : 0; }
+
+void kv_db_info(kv_db *db, kv_info *out) {
+  memset(out, 0, sizeof *out);
+  out->engine = db->m->name;
+  out->pending_compaction_bytes = out->running_compactions = out->running_flushes = -1;
+  out->sst_bytes = out->memtable_bytes = out->write_stopped = -1;
+  if (db->m->info) db->m->info(db, out);
+}
 
 void kv_bulk_written(kv_db *db, size_t n) {
   if (db->m->bulk_written) db->m->bulk_written(db, n);
@@ -354,7 +384,7 @@ static void commit_done(kv_txn *t, int rc, void *arg) {
   dv_free(arg);
   t->committing = 0;
   if (rc) fail(t, rc);
-  else t->retries = 0;
+  else t->retries = 0, count_commit(t);
   w.cb(t, rc, w.arg);
 }
 
@@ -403,7 +433,7 @@ int kv_commit(kv_txn *t) {
     rc = t->m->commit_sync(t);
     t->committing = 0;
     if (rc) fail(t, rc);
-    else t->retries = 0;
+    else t->retries = 0, count_commit(t);
     return rc;
   }
   kv__waiter w = KV__WAITER_INIT;
@@ -446,6 +476,7 @@ static int retry_now(const kv_txn *t, int rc) { return t->retries == 0 && rc == 
 
 /* Reset for the next attempt, counting it against the retry limit. */
 static void retry_reset(kv_txn *t) {
+  dv_stat_inc(DV_ST_KV_RETRIES);
   int retries = t->retries + 1;
   kv_txn_reset(t);
   t->retries = retries;

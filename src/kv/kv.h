@@ -155,6 +155,26 @@ int kv_compact(kv_db *db);
 #define KV_BULK_FLUSH_BYTES (16u << 20)
 void kv_bulk_written(kv_db *db, size_t n);
 
+/* What the engine says of itself, for /_node/_local/_versions and the
+ * metrics (api/stats.c). A number the backend cannot know is -1: on
+ * FoundationDB compaction and memory belong to the cluster's storage
+ * servers, which a client does not see (they are in the cluster's status
+ * document, \xff\xff/status/json, not read here). */
+typedef struct kv_info {
+  const char *engine;              /* "rocksdb", "foundationdb" (static) */
+  char version[32];                /* its library's version ("7.8.3"); FDB: the API version in use ("710") */
+  int64_t pending_compaction_bytes; /* RocksDB's estimate-pending-compaction-bytes */
+  int64_t running_compactions;     /* num-running-compactions */
+  int64_t running_flushes;         /* num-running-flushes */
+  int64_t sst_bytes;               /* total-sst-files-size */
+  int64_t memtable_bytes;          /* cur-size-all-mem-tables */
+  int64_t write_stopped;           /* is-write-stopped: 1 while writes are held */
+} kv_info;
+
+/* Fill *out (never fails; unknown numbers -1). Safe from any thread,
+ * also while the store is being reopened (numbers then -1). */
+void kv_db_info(kv_db *db, kv_info *out);
+
 /* ---- transactions ------------------------------------------------------ */
 
 /* Create a transaction. Its read version is taken lazily at the first read

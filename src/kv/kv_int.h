@@ -46,6 +46,8 @@ typedef struct kv_methods {
   int (*set_timeout_ms)(kv_txn *t, int ms);
   int (*compact)(kv_db *db);                          /* may be NULL: nothing to do */
   void (*bulk_written)(kv_db *db, size_t n);          /* may be NULL: a hint, ignored */
+  void (*info)(kv_db *db, kv_info *out);              /* may be NULL: nothing known; out comes preset
+                                                         (engine = name, numbers -1) */
   /* may be NULL: kv.c sleeps its own backoff. Called by kv_on_error once
    * kv.c has decided rc is retryable within the retry limit: the backend
    * waits out its backoff (FDB's on_error) and returns 0, or an error that

@@ -72,6 +72,7 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/stats.h"
 
 #define VERSION_KEY "\xff\xff/version"
 #define VERSION_KEY_LEN 10
@@ -85,11 +86,19 @@
  * space back (DeleteFilesInRange, then CompactRange), cancelling it. */
 int kv__rocks_reclaim(rocksdb_t *db, const char *b, size_t bl, const char *e, size_t el);
 void kv__rocks_cancel(rocksdb_t *db);
+/* … and the library's version ("7.8.3", from rocksdb/version.h). */
+const char *kv__rocks_version(void);
 
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- structures ---------------------------------------------------------- */
@@ -1501,7 +1510,13 @@ static void run_batch(rdb *d, rtxn *list) {
       for (int i = 0; i < 8; i++) vb[i] = (uint8_t)((uint64_t)version >> (56 - 8 * i));
       rocksdb_writebatch_put(wb, VERSION_KEY, VERSION_KEY_LEN, (const char *)vb, 8);
       char *err = NULL;
+      int64_t t0 = dv_stats_on() ? now_us() : 0;
       rocksdb_write(d->db, d->wo, wb, &err);
+      if (!err && t0) { /* a group commit: its size and its synced write's time */
+        dv_stat_inc(DV_ST_ROCKS_BATCHES);
+        dv_stat_hist(DV_SH_ROCKS_BATCH_SIZE, order);
+        dv_stat_hist(DV_SH_ROCKS_SYNC_TIME, (double)(now_us() - t0) / 1000.0);
+      }
       if (err) {
         /* RocksDB stops writing after a failed write until resumed; a
          * full disk is the client's 507, anything else a 500 */
@@ -1931,6 +1946,30 @@ static int r_compact(kv_db *kd) {
   return 0;
 }
 
+/* RocksDB's own numbers, through its properties. */
+static void r_info(kv_db *kd, kv_info *out) {
+  rdb *d = (rdb *)kd;
+  static const struct {
+    const char *prop;
+    size_t off;
+  } props[] = {
+      {"rocksdb.estimate-pending-compaction-bytes", offsetof(kv_info, pending_compaction_bytes)},
+      {"rocksdb.num-running-compactions", offsetof(kv_info, running_compactions)},
+      {"rocksdb.num-running-flushes", offsetof(kv_info, running_flushes)},
+      {"rocksdb.total-sst-files-size", offsetof(kv_info, sst_bytes)},
+      {"rocksdb.cur-size-all-mem-tables", offsetof(kv_info, memtable_bytes)},
+      {"rocksdb.is-write-stopped", offsetof(kv_info, write_stopped)},
+  };
+  out->engine = "rocksdb";
+  snprintf(out->version, sizeof out->version, "%s", kv__rocks_version());
+  if (pthread_rwlock_tryrdlock(&d->db_rw)) return; /* being reopened: not known now */
+  for (size_t i = 0; d->db && i < sizeof props / sizeof *props; i++) {
+    uint64_t v;
+    if (!rocksdb_property_int(d->db, props[i].prop, &v)) *(int64_t *)((char *)out + props[i].off) = (int64_t)v;
+  }
+  pthread_rwlock_unlock(&d->db_rw);
+}
+
 static const kv_methods rocks_methods = {
     .name = "rocks",
     .close = r_close,
@@ -1959,4 +1998,5 @@ static const kv_methods rocks_methods = {
     .set_timeout_ms = r_set_timeout_ms,
     .compact = r_compact,
     .bulk_written = r_bulk_written,
+    .info = r_info,
 };

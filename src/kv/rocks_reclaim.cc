@@ -1,7 +1,8 @@
 /* rocks_reclaim.cc — what rocks.c needs of RocksDB beyond its C API
  * (Debian 12's librocksdb 7.8): giving the space of a deleted range back
- * (DeleteFilesInRange, then a forced CompactRange of it) and stopping such
- * a compaction when the store closes (DisableManualCompaction).
+ * (DeleteFilesInRange, then a forced CompactRange of it), stopping such
+ * a compaction when the store closes (DisableManualCompaction), and the
+ * library's version (the C API has no call for it).
  *
  * rocksdb_t is the C API's handle; c.cc defines it as `struct rocksdb_t {
  * DB* rep; }` (unchanged since the C API began), so the DB is its first
@@ -9,6 +10,7 @@
  * that layout. Not here: anything else of the engine (rocks.c). */
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/version.h>
 
 struct rocksdb_t {
   rocksdb::DB *rep;
@@ -29,3 +31,10 @@ extern "C" int kv__rocks_reclaim(rocksdb_t *db, const char *b, size_t bl, const 
 
 /* Stop manual compactions (the store is closing). */
 extern "C" void kv__rocks_cancel(rocksdb_t *db) { db->rep->DisableManualCompaction(); }
+
+/* The version of the RocksDB headers built against ("7.8.3"). */
+extern "C" const char *kv__rocks_version(void) {
+#define KV__STR2(x) #x
+#define KV__STR(x) KV__STR2(x)
+  return KV__STR(ROCKSDB_MAJOR) "." KV__STR(ROCKSDB_MINOR) "." KV__STR(ROCKSDB_PATCH);
+}
