@@ -39,6 +39,7 @@
 #include "util/alloc.h"
 #include "util/b64.h"
 #include "util/md5.h"
+#include "util/stats.h"
 
 /* ---- ids and special members ------------------------------------------------ */
 
@@ -220,6 +221,7 @@ typedef struct ed {
   store_att_upload **spill; /* uploads prepare made for content past STORE_ATT_INLINE_MAX */
   size_t n_spill;
   int wrote, kept_wrote; /* the edit wrote a revision (its uploads are linked) */
+  int inserted;         /* … of a document id the database did not have (couchdb.document_inserts) */
 } ed;
 
 static int emit_buf(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
@@ -658,6 +660,7 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, u
   e->rc = 0;
   e->rev = L.rev;
   *wrote = 1;
+  d->inserted = !haveW;
   return 0;
 conflict:
   /* a document with no live winner: its validators answer before the
@@ -794,6 +797,7 @@ static int edit_replicated(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, ui
   count(dl, W, NW, ext >= 0 ? brs[ext].kv_size : 0, L.kv_size);
   e->rc = 0;
   *wrote = 1;
+  d->inserted = nb == 0;
   return 0;
 }
 
@@ -824,7 +828,7 @@ static int up_fn(kv_txn *txn, const st_dbx *x, void *arg) {
     if (d->refused) continue;
     d->e->rc = 0;
     d->e->why = NULL;
-    d->wrote = 0;
+    d->wrote = d->inserted = 0;
     int wrote = 0;
     rc = u->new_edits ? edit_interactive(txn, x, &hk, d, uv, &dl, &u->arena, &wrote)
                       : edit_replicated(txn, x, &hk, d, uv, &dl, &u->arena, &wrote);
@@ -949,11 +953,17 @@ static int upd_prepare(upd *p, int new_edits) {
   return mark_duplicates(p->eds, p->n);
 }
 
-/* A group's run ended with rc: committed, the uploads it used are linked. */
+/* A group's run ended with rc: committed, the uploads it used are linked
+ * and its documents counted. */
 static int upd_group_end(upd *p, int rc) {
-  for (size_t k = p->u.from; !rc && k < p->u.to; k++)
+  int64_t writes = 0, inserts = 0;
+  for (size_t k = p->u.from; !rc && k < p->u.to; k++) {
+    writes += p->eds[k].wrote && !p->eds[k].refused;
+    inserts += p->eds[k].wrote && !p->eds[k].refused && p->eds[k].inserted;
     for (size_t t = 0; p->eds[k].wrote && !p->eds[k].refused && t < p->eds[k].n_in; t++)
       if (p->eds[k].in[t].up) st_upload_set_linked(p->eds[k].in[t].up);
+  }
+  if (writes) dv_stat_add(DV_ST_DOCUMENT_WRITES, writes), dv_stat_add(DV_ST_DOCUMENT_INSERTS, inserts);
   p->next = p->u.to;
   return rc;
 }
@@ -1043,6 +1053,7 @@ static void upd_group_done(st_op *op, int rc, int on_worker) {
 
 /* The one write path of store_update and store_update_async. */
 static int update(store_db *db, const store_wctx *w, store_edit *edits, size_t n, int new_edits, upd *p) {
+  dv_stat_inc(DV_ST_DATABASE_WRITES);
   p->db = db;
   p->edits = edits;
   p->n = n;

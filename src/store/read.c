@@ -26,6 +26,7 @@
 #include "store/body.h"
 #include "store/store_int.h"
 #include "util/alloc.h"
+#include "util/stats.h"
 
 #define CHG_BATCH 500
 #define ALL_BATCH 1000
@@ -261,7 +262,7 @@ int store_doc_get(store_db *db, const char *id, size_t id_len, const store_rev *
   struct get_arg g = {.db = db, .id = id, .id_len = id_len, .rev = rev, .flags = flags, .a = a};
   st_op op = {.dbfn = get_fn, .db = db, .arg = &g};
   int rc = st_run(db->s, &op);
-  if (!rc) *out = g.out;
+  if (!rc) *out = g.out, dv_stat_inc(DV_ST_DATABASE_READS);
   return rc;
 }
 
@@ -336,7 +337,7 @@ int store_doc_open_revs(store_db *db, const char *id, size_t id_len, const store
                       .open_revs = 1};
   st_op op = {.dbfn = leaves_fn, .db = db, .arg = &g};
   int rc = st_run(db->s, &op);
-  if (!rc) *out = g.out;
+  if (!rc) *out = g.out, dv_stat_inc(DV_ST_DATABASE_READS);
   return rc;
 }
 
@@ -477,6 +478,7 @@ int store_changes(store_db *db, const store_changes_opts *o, store_change_cb cb,
     st_op op = {.dbfn = chg_fn, .db = db, .arg = &c};
     rc = st_run(db->s, &op);
     if (rc) break;
+    if (o->include_docs) dv_stat_add(DV_ST_DATABASE_READS, c.n);
     for (int i = 0; i < c.n; i++) {
       last = c.rows[i].seq;
       if (left > 0) left--;
@@ -786,6 +788,8 @@ int store_all_docs(store_db *db, int which, const store_range *r, int include_do
     st_op op = {.dbfn = all_fn, .db = db, .arg = &g};
     rc = st_run(db->s, &op);
     if (rc) break;
+    for (int i = 0; include_docs && i < g.n; i++)
+      if (g.rows[i].doc) dv_stat_inc(DV_ST_DATABASE_READS);
     for (int i = 0; i < g.n; i++) {
       int c = cb(arg, &g.rows[i]);
       if (c) {
@@ -867,6 +871,8 @@ int store_all_docs_keys(store_db *db, const char *const *keys, const size_t *key
     k.to = i + (include_docs ? 100 : 1000) < n ? i + (include_docs ? 100 : 1000) : n;
     st_op op = {.dbfn = keys_fn, .db = db, .arg = &k};
     rc = st_run(db->s, &op);
+    for (size_t j = k.from; !rc && include_docs && j < k.to; j++)
+      if (k.rows[j - k.from].doc) dv_stat_inc(DV_ST_DATABASE_READS);
     for (size_t j = k.from; !rc && j < k.to; j++) rc = cb(arg, &k.rows[j - k.from]);
     i = k.to;
   }
@@ -1342,6 +1348,7 @@ struct local_put {
 
 static int local_put_end(struct local_put *p, int rc) {
   if (!rc && p->out_rev) *p->out_rev = p->l.new_rev;
+  if (!rc) dv_stat_inc(DV_ST_LOCAL_DOCUMENT_WRITES);
   buf_free(&p->l.text);
   return rc;
 }

@@ -30,6 +30,7 @@
 
 #include "store/store_int.h"
 #include "util/alloc.h"
+#include "util/stats.h"
 
 /* ---- small helpers --------------------------------------------------------- */
 
@@ -360,6 +361,7 @@ static int op_attempt(st_op *op) {
     rc = kv_get(txn, op->txkey.p, op->txkey.len, 0, &v, &vl, &found);
     if (!rc && found) {
       op->committed_before = 1;
+      dv_stat_inc(DV_ST_STORE_UNKNOWN_RECOVERED);
       if (op->result) *op->result = op->kept;
       if (op->restore) op->restore(op->arg);
       return 1;

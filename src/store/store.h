@@ -603,6 +603,12 @@ int store_db_updates_watch(store *s, kv_watch_cb cb, void *arg, kv_watch **out) 
  * same after every restart (PouchDB builds replication ids from it). */
 int store_server_uuid(store *s, char out[33]) DV_MUST_CHECK;
 
+/* Does the store answer? One read through the kv layer (the server uuid's
+ * key, a snapshot read) within timeout_ms: on FoundationDB the cluster
+ * must give a read version and a storage server the value. 0, or the
+ * error: DV_ETIMED_OUT when no answer came in time, another kv error. */
+int store_ping(store *s, int timeout_ms) DV_MUST_CHECK;
+
 /* ---- instrumentation ---------------------------------------------------- */
 
 /* Reads of the revisions subspace made by this thread (for the seed 000

@@ -97,3 +97,24 @@ int store_server_uuid(store *s, char out[33]) {
   }
   return rc;
 }
+
+/* One snapshot read of the server uuid's key, in a transaction given
+ * timeout_ms: on FoundationDB a read version from the cluster and a read
+ * from a storage server, on the embedded engine a read of RocksDB. */
+int store_ping(store *s, int timeout_ms) {
+  kv_txn *txn = NULL;
+  int rc = kv_txn_begin(store_kv(s), &txn);
+  if (rc) return rc;
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_cluster(s, &k, &w, "server_uuid");
+  const uint8_t *v;
+  size_t vl;
+  int found;
+  rc = buf_error(&k) ? DV_ENOMEM : kv_set_timeout_ms(txn, timeout_ms);
+  if (!rc) rc = kv_get(txn, k.p, k.len, KV_SNAPSHOT, &v, &vl, &found);
+  buf_free(&k);
+  kv_txn_destroy(txn);
+  return rc;
+}
