@@ -122,6 +122,19 @@ static UCollator *coll(void) {
   return c;
 }
 
+void collate_versions_get(collate_versions *out) {
+  UVersionInfo v;
+  memset(out, 0, sizeof *out);
+  u_getVersion(v);
+  u_versionToString(v, out->library);
+  UCollator *c = coll();
+  if (!c) return;
+  ucol_getUCAVersion(c, v);
+  u_versionToString(v, out->algorithm);
+  ucol_getVersion(c, v);
+  u_versionToString(v, out->collator);
+}
+
 static int bytes_cmp(const char *a, size_t an, const char *b, size_t bn) {
   int r = memcmp(a, b, an < bn ? an : bn);
   if (r) return r < 0 ? -1 : 1;

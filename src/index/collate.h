@@ -71,4 +71,14 @@ int collate_key(dv_buf *out, const json_val *v) DV_MUST_CHECK;
  * order (a view with "options": {"collation": "raw"}). */
 int collate_raw_key(dv_buf *out, const json_val *v) DV_MUST_CHECK;
 
+/* ICU's versions as CouchDB's _versions shows them ("72.1", "14.0",
+ * "153.112"): the library, the Unicode Collation Algorithm, the root
+ * collator. An empty string when ICU cannot say. */
+typedef struct collate_versions {
+  char library[32];
+  char algorithm[32];
+  char collator[32];
+} collate_versions;
+void collate_versions_get(collate_versions *out);
+
 #endif

@@ -69,6 +69,11 @@ void js_post(js_ctx *c, void (*fn)(void *), void *arg);
 /* Bytes the context's GC heap holds now (for tests and stats). */
 size_t js_heap_bytes(js_ctx *c);
 
+/* The engine's major version as built against ("102") and the library's
+ * own version string ("102.15.1"), for /_node/_local/_versions. Static. */
+const char *js_engine_version(void);
+const char *js_engine_library_version(void);
+
 #ifdef __cplusplus
 }
 #endif

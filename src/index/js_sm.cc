@@ -596,3 +596,16 @@ extern "C" size_t js_heap_bytes(js_ctx *c) {
   pthread_mutex_unlock(&c->mu);
   return h;
 }
+
+extern "C" const char *js_engine_version(void) {
+#define JS__STR2(x) #x
+#define JS__STR(x) JS__STR2(x)
+  return JS__STR(MOZJS_MAJOR_VERSION);
+}
+
+/* JS_GetImplementationVersion says "JavaScript-C102.15.1". */
+extern "C" const char *js_engine_library_version(void) {
+  const char *v = JS_GetImplementationVersion();
+  const char *p = v ? strstr(v, "JavaScript-C") : NULL;
+  return p ? p + strlen("JavaScript-C") : v ? v : "";
+}

@@ -564,6 +564,9 @@ static int list_in(store_tx *t, dv_arena *a, int flags, mi_def **out, size_t *ou
     d[i].ready = !s.found || s.ready;
     d[i].built = s.built;
     d[i].total = s.total;
+    d[i].created = s.created;
+    d[i].have_cursor = s.have_cursor;
+    d[i].cursor = s.cursor;
   }
   if (!rc) {
     if (n) qsort(d, n, sizeof *d, name_cmp);

@@ -54,6 +54,9 @@ typedef struct mi_def {
   uint8_t sig[MI_SIG_LEN];     /* the storage it shares */
   int ready;                   /* 1: built; 0: the background build runs */
   int64_t built, total;        /* build progress: documents indexed, to index */
+  store_seq created;           /* the build takes the changes up to here (later ones: the write hook) */
+  int have_cursor;             /* … and has taken them up to cursor */
+  store_seq cursor;
   int64_t skipped;             /* documents left out: key or value past the limits */
 } mi_def;
 

@@ -44,6 +44,7 @@
 #include "index/collate.h"
 #include "index/mango_int.h"
 #include "util/b64.h"
+#include "util/stats.h"
 
 #define MQ_SCAN_WARN 10         /* [mango] index_scan_warning_threshold */
 #define MQ_WAIT_MS 300000       /* longest wait for an index being built (update=true) */
@@ -911,10 +912,12 @@ static int warn(dv_arena *a, const mq_req *q, const plan *p, const run *r, const
       buf_append(&b, q->use[1].s, q->use[1].n);
       buf_puts(&b, " was not used because it is not a valid index for this query.");
     }
+    dv_stat_inc(DV_ST_MANGO_INVALID_INDEX);
   }
   if (!c->d) {
     if (b.len) buf_putc(&b, '\n');
     buf_puts(&b, "No matching index found, create an index to optimize query time.");
+    dv_stat_inc(DV_ST_MANGO_UNINDEXED);
   }
   double ex = (double)(r->docs + r->quorum);
   double ratio = r->results ? ex / (double)r->results : ex;
@@ -922,6 +925,7 @@ static int warn(dv_arena *a, const mq_req *q, const plan *p, const run *r, const
     if (b.len) buf_putc(&b, '\n');
     buf_puts(&b, "The number of documents examined is high in proportion to the number of results returned. "
                  "Consider adding a more specific index to improve this.");
+    dv_stat_inc(DV_ST_MANGO_TOO_MANY_DOCS);
   }
   int rc = buf_error(&b) ? DV_ENOMEM : 0;
   *out = NULL;
@@ -968,6 +972,15 @@ static json_val *stats_json(dv_arena *a, const run *r, double ms) {
       json_obj_setz(a, o, "execution_time_ms", json_new_double(a, ms)))
     return NULL;
   return o;
+}
+
+/* A query that ran, in the mango.* metrics (mango_cursor's). */
+static void count(const run *r, double ms) {
+  dv_stat_add(DV_ST_MANGO_KEYS_EXAMINED, r->keys);
+  dv_stat_add(DV_ST_MANGO_DOCS_EXAMINED, r->docs);
+  dv_stat_add(DV_ST_MANGO_QUORUM_DOCS_EXAMINED, r->quorum);
+  dv_stat_add(DV_ST_MANGO_RESULTS_RETURNED, r->results);
+  dv_stat_hist(DV_SH_MANGO_QUERY_TIME, ms);
 }
 
 /* required_fields of the cursor: fields ++ selector fields (all_fields: none). */
@@ -1051,6 +1064,7 @@ int mq_find(store_db *db, dv_arena *a, const mq_req *q, const mq_sink *s, mq_res
   }
   if (q->stats && !(res->stats = stats_json(a, &r, now_ms() - t0))) rc = fail_s(why, DV_ENOMEM, NULL);
   if (!rc && (rc = warn(a, q, &p, &r, &res->warning))) fail_s(why, rc, NULL);
+  count(&r, now_ms() - t0);
 out:
   arena_free(&r.tmp);
   buf_free(&r.bm);
