@@ -39,6 +39,7 @@
 #include "json/json.h"
 #include "store/store.h"
 #include "util/config.h"
+#include "util/stats.h"
 
 /* ---- the server and one request's state --------------------------------- */
 
@@ -57,6 +58,9 @@ typedef struct api_srv {
   char repl_token[33];        /* secret of the replicator's loopback requests */
   struct repl_mgr *repl;      /* NULL until main.c started it, or when it could not */
 } api_srv;
+
+/* The node's name (/_membership, /_node/{name}): divan is one node. */
+#define API_NODE_NAME "divan@127.0.0.1"
 
 /* Fill the app table for http_start from s (which must outlive the
  * server): routes, identify, authorize, done. Reads the server uuid and
@@ -120,7 +124,8 @@ typedef struct api_routes {
 #define API_TABLE(t) {t, sizeof t / sizeof *t}
 /* Each family's table, in its file; route.c tries them in its order. */
 extern const api_routes api_server_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes,
-    api_purge_routes, api_mango_routes, api_ddocfn_routes, api_view_routes, api_doc_routes, api_utils_routes;
+    api_purge_routes, api_mango_routes, api_ddocfn_routes, api_view_routes, api_doc_routes, api_utils_routes,
+    api_stats_routes;
 
 /* The header carrying the replicator's identity on its loopback requests
  * to local databases: "TOKEN;USER;ROLE,ROLE" (authn.c). */
@@ -215,6 +220,11 @@ int api_view_cleanup(store_db *db) DV_MUST_CHECK;
  * list_dd, answered (view.c). */
 void api_view_list(hreq *r, const json_val *vdoc, const char *view, size_t view_len, const qs_ddoc *list_dd,
                    const char *list_name, const json_val *body);
+
+/* stats.c: count r (its method, status and time) in util/stats.h's
+ * metrics; from the app's done, once r is over (an r without a status yet,
+ * released by a reroute, is not counted). */
+void api_stats_request(hreq *r);
 
 /* route.c: a /_name that is no endpoint (404 "Database does not exist.",
  * or 400 for a server endpoint given more segments); what later issues

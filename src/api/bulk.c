@@ -433,6 +433,8 @@ static void bulk_answer(hreq *r, bulk_w *b) {
 void hapi_bulk_docs(hreq *r) {
   json_val *body = r->json;
   const json_val *docs = json_obj_getz(body, "docs");
+  dv_stat_inc(DV_ST_HTTPD_BULK_REQUESTS);
+  if (docs && docs->type == JSON_ARRAY) dv_stat_hist(DV_SH_HTTPD_BULK_DOCS, (double)docs->len);
   if (!docs) {
     hres_errw(r, DV_EBAD_REQUEST, "POST body must include `docs` parameter.");
     return;

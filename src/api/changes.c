@@ -287,6 +287,7 @@ typedef struct chfeed {
   int atts;             /* attachments=true: included docs carry content */
   int descending;       /* descending=true (normal feed only) */
   int filter;           /* F_* */
+  int live;             /* counted in couchdb.httpd.clients_requesting_changes until freed */
   mango_sel *sel;       /* F_SELECTOR: the parsed selector */
   const json_val *fields; /* F_SELECTOR: "fields" to keep in included docs, or NULL */
   ch_id *ids;           /* F_DOC_IDS: sorted ids */
@@ -721,6 +722,7 @@ static int64_t ch_pending(lfeed *l) {
 
 static void ch_free(lfeed *l) {
   chfeed *c = (chfeed *)l;
+  if (c->live) dv_stat_add(DV_ST_HTTPD_CLIENTS_REQUESTING_CHANGES, -1);
   store_db_close(c->db);
   arena_free(&c->a);
   arena_free(&c->scratch);
@@ -1089,7 +1091,7 @@ void hapi_changes(hreq *r) {
   } else {
     hres_feed(r, 200, "application/json", &lf_ops, c);
   }
-  if (feed != FEED_NORMAL) hfeed_live(r);
+  if (feed != FEED_NORMAL) hfeed_live(r), c->live = 1, dv_stat_inc(DV_ST_HTTPD_CLIENTS_REQUESTING_CHANGES);
   return;
 
 fail:

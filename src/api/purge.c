@@ -95,8 +95,10 @@ oom:
 void hapi_purge(hreq *r) {
   json_val *body = r->json;
   pdoc *docs;
+  dv_stat_inc(DV_ST_HTTPD_PURGE_REQUESTS);
   if (parse_body(r, body, &docs)) return;
   if (api_db_admin(r)) return;
+  dv_stat_inc(DV_ST_DATABASE_PURGES);
   for (size_t i = 0; i < body->len; i++) {
     pdoc *d = &docs[i];
     int rc = store_purge(r->app->db, d->id, d->id_len, d->revs, d->n, &r->a, &d->purged, &d->n_purged);

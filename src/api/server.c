@@ -52,10 +52,34 @@ void hapi_root(hreq *r) {
   json_w_obj_end(&w);
 }
 
+/* chttpd_misc:handle_up_req: [couchdb] maintenance_mode "true" or "nolb"
+ * is 404 {"status":"maintenance_mode"|"nolb"}; otherwise ok — here only
+ * when the store answers a read within UP_TIMEOUT_MS (store_ping: on
+ * FoundationDB the cluster gives a read version and a storage server the
+ * value), else 404 {"status":"nolb"} with the store's error: a load
+ * balancer takes the node out, as for CouchDB's nolb. */
+#define UP_TIMEOUT_MS 1000
+
 void hapi_up(hreq *r) {
+  dv_config *cfg = api_config(r);
+  char *mm = cfg ? config_get(cfg, "couchdb", "maintenance_mode") : NULL;
+  const char *down = mm && !strcmp(mm, "true") ? "maintenance_mode" : mm && !strcmp(mm, "nolb") ? "nolb" : NULL;
+  dv_free(mm);
+  int rc = down ? 0 : store_ping(api_store(r), UP_TIMEOUT_MS);
   json_w w;
-  hres_jw(r, 200, &w);
-  json_w_raw(&w, "{\"status\":\"ok\",\"seeds\":{}}", 26);
+  hres_jw(r, down || rc ? 404 : 200, &w);
+  json_w_obj_begin(&w);
+  json_w_keyz(&w, "status");
+  json_w_strz(&w, down ? down : rc ? "nolb" : "ok");
+  if (rc) {
+    json_w_keyz(&w, "store");
+    json_w_strz(&w, dv_strerror(rc));
+  }
+  if (!down) {
+    json_w_keyz(&w, "seeds");
+    json_w_raw(&w, "{}", 2);
+  }
+  json_w_obj_end(&w);
 }
 
 /* ---- database lists ------------------------------------------------------------ */

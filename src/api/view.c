@@ -576,6 +576,7 @@ static int prepare(hreq *r, vjob *j, vq *q, const char *view, size_t view_len, c
 }
 
 static void hapi_view(hreq *r) {
+  dv_stat_inc(DV_ST_HTTPD_VIEW_READS);
   json_val *doc;
   vjob *j = arena_calloc(&r->a, sizeof *j);
   if (!j) {

@@ -66,7 +66,7 @@
   X(DATABASE_PURGES, COUNTER, "couchdb.database_purges", "number of times a database was purged")               \
   X(OPEN_DATABASES, UPDOWN, "couchdb.open_databases", "number of open databases")                               \
   X(OPEN_OS_FILES, GAUGE, "couchdb.open_os_files", "number of file descriptors divan has open")                 \
-  X(REQUEST_TIME, HIST_MS, "couchdb.request_time", "length of a request inside divan, milliseconds")            \
+  X(REQUEST_TIME, HIST_MS, "couchdb.request_time", "length of a request inside divan")            \
   X(HTTPD_REQUESTS, COUNTER, "couchdb.httpd.requests", "number of HTTP requests")                               \
   X(HTTPD_BULK_REQUESTS, COUNTER, "couchdb.httpd.bulk_requests", "number of bulk requests")                     \
   X(HTTPD_BULK_DOCS, HIST, "couchdb.httpd.bulk_docs", "distribution of the number of docs in _bulk_docs requests") \
@@ -121,7 +121,7 @@
   X(MANGO_QUORUM_DOCS_EXAMINED, COUNTER, "mango.quorum_docs_examined",                                         \
     "number of documents examined by mango queries, using cluster quorum")                                     \
   X(MANGO_RESULTS_RETURNED, COUNTER, "mango.results_returned", "number of rows returned by mango queries")      \
-  X(MANGO_QUERY_TIME, HIST_MS, "mango.query_time", "length of time processing a mango query, milliseconds")    \
+  X(MANGO_QUERY_TIME, HIST_MS, "mango.query_time", "length of time processing a mango query")    \
   /* divan's own */                                                                                            \
   X(KV_COMMITS, COUNTER, "divan.kv.commits", "number of transactions that wrote and committed")               \
   X(KV_CONFLICTS, COUNTER, "divan.kv.conflicts", "number of commits refused for a conflict (not_committed)")   \
@@ -135,7 +135,7 @@
   X(ROCKS_BATCHES, COUNTER, "divan.rocksdb.batches", "number of group commits: one synced WAL write each")     \
   X(ROCKS_BATCH_SIZE, HIST, "divan.rocksdb.batch_size", "transactions written by one group commit")            \
   X(ROCKS_SYNC_TIME, HIST_MS, "divan.rocksdb.wal_sync_time",                                                   \
-    "milliseconds of one group commit's synced WAL write")                                                     \
+    "time of one group commit's synced WAL write")                                                     \
   X(ROCKS_PENDING_COMPACTION, GAUGE, "divan.rocksdb.pending_compaction_bytes",                                 \
     "bytes RocksDB estimates compaction must rewrite (estimate-pending-compaction-bytes)")                     \
   X(ROCKS_RUNNING_COMPACTIONS, GAUGE, "divan.rocksdb.running_compactions", "compactions running now")          \
