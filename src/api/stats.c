@@ -264,6 +264,13 @@ static int wanted(const char *path, const hreq *r, int from) {
   return 1;
 }
 
+/* Rows of an engine's own ("divan.rocksdb.…") are shown only while that
+ * engine runs: on FoundationDB there is no group commit of ours to count. */
+static int shown(const report *rp, const dv_stat_def *d) {
+  static const char pre[] = "divan.rocksdb.";
+  return strncmp(d->path, pre, sizeof pre - 1) || !strcmp(rp->kv.engine, "rocksdb");
+}
+
 /* Gather what the rows asked for need. */
 static int report_init(report *rp, hreq *r, int from) {
   memset(rp, 0, sizeof *rp);
@@ -341,7 +348,7 @@ static json_val *stats_tree(report *rp, int from) {
   json_val *root = json_new_object(a);
   for (int i = 0; root && i < DV_ST_N; i++) {
     const dv_stat_def *d = &dv_stat_defs[i];
-    if (!wanted(d->path, rp->r, from)) continue;
+    if (!wanted(d->path, rp->r, from) || !shown(rp, d)) continue;
     int rc = 0;
     if (i == DV_ST_INDEX_LAG) {
       for (size_t k = 0; !rc && k < rp->nlags; k++) {
@@ -449,6 +456,7 @@ static void prom_rows(report *rp, dv_buf *b) {
   const char *fam_open = NULL; /* the labelled family whose head was written */
   for (int i = 0; i < DV_ST_N; i++) {
     const dv_stat_def *d = &dv_stat_defs[i];
+    if (!shown(rp, d)) continue;
     size_t f = 0;
     while (f < sizeof families / sizeof *families && strncmp(d->path, families[f].parent, strlen(families[f].parent)))
       f++;

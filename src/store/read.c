@@ -1369,6 +1369,7 @@ static int local_put(store_db *db, const json_val *body, int64_t rev, int delete
   const char *id = p->l.id;
   size_t id_len = p->l.id_len;
   buf_init(&p->l.text);
+  dv_stat_inc(DV_ST_DATABASE_WRITES); /* couch_db:update_docs counts _local ones too */
   if (id_len <= 7 || memcmp(id, "_local/", 7) || store_docid_check(id, id_len, 1)) return DV_EBAD_DOCID;
   if (rev < 0 || rev == INT64_MAX) return DV_EBAD_REV;
   static const json_val empty_obj = {.type = JSON_OBJECT};

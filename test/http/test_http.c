@@ -58,6 +58,8 @@ TEST(http_fauxton) {
                    test_tmpdir(), bin, build ? build : "build");
   ASSERT_EQ(rc, 0);
 }
+TEST(http_stats) { suite("test/node/http/stats.test.js"); }
+TEST(fdb_http_stats) { suite_fdb("test/node/http/stats.test.js"); }
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }

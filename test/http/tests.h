@@ -40,6 +40,7 @@
   X(http_logs, 120)            \
   X(http_utils, 120)           \
   X(http_fauxton, 180)         \
+  X(http_stats, 120)           \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
@@ -68,4 +69,5 @@
   X(fdb_http_render, 150)      \
   X(fdb_http_filters, 180) \
   X(fdb_http_validate, 200)    \
-  X(fdb_http_views, 240)
+  X(fdb_http_views, 240)       \
+  X(fdb_http_stats, 120)
