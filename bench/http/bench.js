@@ -23,6 +23,16 @@
 // steal a core. Both servers are stopped by PID and their directories
 // removed.
 //
+// Then the cost of divan's metrics (BENCH_ONLY=stats alone): two more
+// divans preloaded alike, one as shipped (counting) and one with
+// DIVAN_STATS=off (every count a no-op: src/util/stats.h); the get and put
+// workloads alternate between them, BENCH_CMP_ROUNDS (5) rounds of
+// BENCH_CMP_SECONDS (5) each, the order flipped every round (ABBA…), and
+// the medians compared: on a noisy machine a round's two runs see about the
+// same noise, a median drops the rounds that did not. The budget is 3 %.
+// BENCH_CMP_OFF_ENV ("DIVAN_STATS=off") is the second divan's environment:
+// add the switch of anything else the comparison should take out.
+//
 //   node bench/http/bench.js
 //   DIVAN_BIN=build/clients/divan BENCH_SECONDS=5 node bench/http/bench.js
 //   BENCH_ONLY=get,put   run only those workloads (the preload always runs)
@@ -33,7 +43,7 @@ const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad } = require('./lib');
+const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad, startDivan } = require('./lib');
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const NDOCS = Number(process.env.BENCH_DOCS || 100000);
@@ -41,6 +51,11 @@ const PAGE = 1000;
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null;
 const WHICH = (process.env.BENCH_SERVERS || 'divan,pouchdb').split(',');
 const SETTLE = Number(process.env.BENCH_SETTLE || 0); // seconds of quiet after the preload
+const CMP_ROUNDS = Number(process.env.BENCH_CMP_ROUNDS || 5);
+const CMP_SECONDS = Number(process.env.BENCH_CMP_SECONDS || 5);
+const CMP_OFF_ENV = Object.fromEntries((process.env.BENCH_CMP_OFF_ENV || 'DIVAN_STATS=off').split(/\s+/).filter(Boolean)
+  .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const CMP_BUDGET = 0.03;
 const WRK_LUA = path.join(__dirname, 'wrk.lua');
 const TMP = makeTmp('divan-httpbench-');
 
@@ -171,6 +186,72 @@ function wrkVersion() {
 }
 const WRK_VERSION = (/wrk (\S+)/.exec(wrkVersion()) || [, "?"])[1];
 
+// ---------------------------------------------------- the cost of metrics
+
+const median = (xs) => { const s = xs.slice().sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+
+// Two fresh divans, on (as shipped) and off (CMP_OFF_ENV), each preloaded
+// as the main run's; get and put alternate between them. They join
+// `servers` (stopped with the others); the rest stay paused while one is
+// measured. Returns the rows for the summary.
+async function metricsCost(servers) {
+  const tmp = makeTmp('divan-statscost-');
+  const on = await startDivan(tmp, { name: 'divan-on' });
+  servers.push(on);
+  const off = await startDivan(tmp, { name: 'divan-off', env: CMP_OFF_ENV });
+  servers.push(off);
+  const pair = [on, off];
+  const st = await web.request(off.url, 'GET', '/_node/_local/_stats', undefined, {});
+  const offEnv = Object.entries(CMP_OFF_ENV).map(([k, v]) => `${k}=${v}`).join(' ');
+  if (CMP_OFF_ENV.DIVAN_STATS === 'off' && st.status !== 404) throw new Error(`the ${offEnv} divan still counts: ${st.status}`);
+  log(`metrics cost: divan as shipped (pid ${on.pid}) vs ${offEnv} (pid ${off.pid}), ` +
+      `${CMP_ROUNDS} rounds × ${CMP_SECONDS} s per workload, alternating`);
+  for (const s of pair) {
+    const release = hold(servers, s, web);
+    const secs = await preload(s).finally(release);
+    log(`preload ${s.name}: ${NDOCS} docs in ${fmt(secs, 1)} s`);
+  }
+  const rows = [];
+  for (const key of ['get', 'put']) {
+    const w = WORKLOADS.find((x) => x.key === key);
+    for (const s of pair) {
+      const release = hold(servers, s, web);
+      await w.prep(s).finally(release);
+    }
+    const rates = { on: [], off: [] }, p99 = { on: [], off: [] };
+    for (let round = 0; round < CMP_ROUNDS; round++) {
+      const order = round % 2 ? [off, on] : [on, off];
+      for (const s of order) {
+        const release = hold(servers, s, web);
+        let r;
+        try { r = await w.run(s); } finally { release(); }
+        if (r.errors) throw new Error(`${s.name} ${key}: errors ${JSON.stringify(r.errDetail)}`);
+        if (died(s)) throw new Error(`${s.name} died: ${s.stderr().slice(-2000)}`);
+        const k = s === on ? 'on' : 'off';
+        rates[k].push(r.rate);
+        p99[k].push(r.p99ms);
+      }
+      log(`  ${key} round ${round + 1}: on ${fmt(rates.on[round])}  off ${fmt(rates.off[round])} ${w.unit}  ` +
+          `(on/off ${fmt(rates.on[round] / rates.off[round], 3)})`);
+    }
+    const mOn = median(rates.on), mOff = median(rates.off);
+    const ratio = mOn / mOff;
+    const perRound = median(rates.on.map((x, i) => x / rates.off[i]));
+    rows.push({ w, mOn, mOff, ratio, perRound, p99on: median(p99.on), p99off: median(p99.off), spreadOn: (Math.max(...rates.on) - Math.min(...rates.on)) / mOn,
+      spreadOff: (Math.max(...rates.off) - Math.min(...rates.off)) / mOff });
+  }
+  log('');
+  table(['workload', 'counting (median)', offEnv + ' (median)', 'on / off', 'median of rounds\' on/off', 'p99 on', 'p99 off', 'spread on', 'spread off'], 'lrrrrrrrr',
+    rows.map((x) => [x.w.label, `${fmt(x.mOn)} ${x.w.unit}`, `${fmt(x.mOff)} ${x.w.unit}`, fmt(x.ratio, 3), fmt(x.perRound, 3),
+      `${fmt(x.p99on, 2)} ms`, `${fmt(x.p99off, 2)} ms`, `${fmt(100 * x.spreadOn, 1)}%`, `${fmt(100 * x.spreadOff, 1)}%`]));
+  for (const x of rows) {
+    const cost = 1 - x.perRound;
+    log(`metrics cost ${x.w.key}: ${fmt(100 * cost, 1)}% (budget ${100 * CMP_BUDGET}%: ${cost <= CMP_BUDGET ? 'within' : 'OVER'}; ` +
+        `spread between rounds ${fmt(100 * Math.max(x.spreadOn, x.spreadOff), 1)}%)`);
+  }
+  return rows;
+}
+
 // ------------------------------------------------------------------ main
 
 runBench('http bench', { which: WHICH, tmp: TMP, web }, async (servers, tStart) => {
@@ -184,7 +265,8 @@ runBench('http bench', { which: WHICH, tmp: TMP, web }, async (servers, tStart) 
       `wrk cpu ${fmt(ceil.genCpuPct)}%`;
   log('generator ceiling: ' + ceilText);
 
-  for (const s of servers) {
+  const main = !ONLY || ONLY.some((k) => k !== 'stats'); // BENCH_ONLY=stats: only the metrics' cost
+  for (const s of main ? servers : []) {
     const release = hold(servers, s, web);
     const secs = await preload(s).finally(release);
     log(`preload ${s.name}: ${NDOCS} docs in ${fmt(secs, 1)} s (${fmt(NDOCS / secs)} docs/s), rss ${fmt(rssKiB(s.pid) / 1024, 1)} MiB`);
@@ -240,6 +322,10 @@ runBench('http bench', { which: WHICH, tmp: TMP, web }, async (servers, tStart) 
     log(`load generator: the busiest wrk run (${top.w.key} on ${top.name}) made ${fmt(top.r.reqRate)} req/s, ` +
         `${fmt((100 * top.r.reqRate) / ceil.rate)}% of wrk's ${fmt(ceil.rate)} req/s on a trivial endpoint; ` +
         `node's _changes reader used at most ${fmt(Math.max(...results.filter((x) => x.w.key === 'changes').flatMap((x) => Object.values(x.by).map((r) => r.genCpuPct)), 0))}% of a core`);
+  }
+  if (WHICH.includes('divan') && (!ONLY || ONLY.includes('stats'))) {
+    log('');
+    await metricsCost(servers);
   }
   log(`generator ceiling (${ceilText}); total bench time ${fmt((Date.now() - tStart) / 1000)} s`);
   const bad = results.filter(({ by }) => Object.values(by).some((r) => r.errors));

@@ -70,14 +70,15 @@ function tail(stream) {
 }
 
 // `divan serve` (DIVAN_BIN or ./divan, DIVAN_ARGS added) on a free loopback
-// port, data in TMP/divan, with the bench admin: url carries its
-// credentials (http://bench:benchpass@127.0.0.1:PORT), base does not.
-async function startDivan(tmp) {
+// port, data in TMP/<name> (name: "divan" unless given), with the bench
+// admin: url carries its credentials (http://bench:benchpass@127.0.0.1:PORT),
+// base does not. env: more environment variables (DIVAN_STATS=off).
+async function startDivan(tmp, { name = 'divan', env: more = {} } = {}) {
   const bin = process.env.DIVAN_BIN ? path.resolve(process.env.DIVAN_BIN) : path.join(ROOT, 'divan');
   if (!fs.existsSync(bin)) throw new Error(bin + ' not found (make, or set DIVAN_BIN)');
-  const dir = path.join(tmp, 'divan');
+  const dir = path.join(tmp, name);
   fs.mkdirSync(dir);
-  const env = Object.assign({}, process.env, { DIVAN_ADMIN: `${ADMIN.name}:${ADMIN.password}` });
+  const env = Object.assign({}, process.env, more, { DIVAN_ADMIN: `${ADMIN.name}:${ADMIN.password}` });
   const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0', ...(process.env.DIVAN_ARGS ? process.env.DIVAN_ARGS.split(' ') : [])], { stdio: ['ignore', 'pipe', 'pipe'], env });
   const stderr = tail(proc.stderr);
   let out = '';
@@ -92,7 +93,7 @@ async function startDivan(tmp) {
   });
   proc.stdout.resume();
   const url = base.replace('http://', `http://${ADMIN.name}:${ADMIN.password}@`);
-  return { name: 'divan', url, base, proc, pid: proc.pid, stderr };
+  return { name, url, base, proc, pid: proc.pid, stderr };
 }
 
 // pouchdb-server 4.2.0 (test/node/node_modules, LevelDB in TMP/pouchdb) on
