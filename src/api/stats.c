@@ -549,8 +549,8 @@ static void proc_get(hreq *r, proc_info *o) {
     o->threads = status_field(buf, "Threads:");
   }
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  struct mallinfo2 mi = mallinfo2();
-  o->heap_in_use = (int64_t)(mi.uordblks + mi.hblkhd);
+  struct mallinfo2 mi = mallinfo2(); /* all zeros under a sanitizer's allocator: not known then */
+  if (mi.arena || mi.hblkhd) o->heap_in_use = (int64_t)(mi.uordblks + mi.hblkhd);
 #endif
   if (slurp("/proc/self/io", buf, sizeof buf)) {
     o->io_in = status_field(buf, "rchar:");

@@ -58,7 +58,7 @@ function startDivan(opts = {}) {
   proc.stderr.on('data', (d) => { log += d; if (process.env.DIVAN_LOG) process.stderr.write(d); });
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error('divan did not start: ' + out + log)); }, 15000);
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error('divan did not start: ' + out + log)); }, /address/.test(process.env.DV_BUILD || '') ? 30000 : 15000); // a sanitized build takes 11-13 s to start on a loaded 2-core machine
     proc.on('exit', (code, sig) => { clearTimeout(timer); reject(new Error(`divan exited (${code ?? sig}): ${out}${log}`)); });
     proc.stdout.on('data', (d) => {
       out += d;
