@@ -50,7 +50,7 @@
 #include "index/mindex.h"
 #include "index/view.h"
 
-#define INDEX_LAG_CAP 10000 /* changes rows counted per index; the row's desc says so */
+#define INDEX_LAG_CAP DV_STAT_INDEX_LAG_CAP /* changes rows counted per index; the row's desc says so */
 
 /* ---- counting a request -------------------------------------------------------- */
 

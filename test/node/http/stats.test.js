@@ -243,6 +243,20 @@ test('index lag: per view and json index, exact, 0 once built', async () => {
   eq(m.json, 0);
 });
 
+test('index lag is counted up to 1,000: below, at and past the cap', async () => {
+  const a = async () => (await stats('/divan/index_lag/lag/_design%2Fv/a')).value;
+  eq(await a(), 0);
+  const docs = [];
+  for (let i = 0; i < 999; i++) docs.push({ _id: 'c' + i, n: i });
+  eq((await req('POST', U + '/lag/_bulk_docs', { docs })).status, 201);
+  eq(await a(), 999);
+  await put('/lag/c999', {});
+  eq(await a(), 1000);
+  await put('/lag/c1000', {});
+  eq(await a(), 1000); // at least 1,000: the description says where counting stops
+  ok(/counted up to 1000$/.test((await stats('/divan/index_lag/lag/_design%2Fv/a')).desc));
+});
+
 // A Prometheus text exposition: every line a comment (# HELP/# TYPE) or
 // name{labels} value; returns the samples and each family's type.
 function parseProm(text) {
