@@ -23,19 +23,22 @@
 // steal a core. Both servers are stopped by PID and their directories
 // removed.
 //
-// Then the cost of divan's metrics (BENCH_ONLY=stats alone): two more
-// divans preloaded alike, one as shipped (counting) and one with
-// DIVAN_STATS=off (every count a no-op: src/util/stats.h); the get and put
-// workloads alternate between them, BENCH_CMP_ROUNDS (5) rounds of
-// BENCH_CMP_SECONDS (5) each, the order flipped every round (ABBA…), and
-// the medians compared: on a noisy machine a round's two runs see about the
-// same noise, a median drops the rounds that did not. The budget is 3 %.
-// BENCH_CMP_OFF_ENV ("DIVAN_STATS=off") is the second divan's environment:
-// add the switch of anything else the comparison should take out.
+// Then the cost of divan's metrics (BENCH_ONLY=stats alone): one more
+// divan, preloaded alike, the get and put workloads in BENCH_CMP_ROUNDS (9)
+// rounds of BENCH_CMP_SECONDS (3) each, every round one run counting and
+// one with counting switched off at run time ([stats] enabled = false
+// through /_config; the order flipped every round), after the preload's
+// compactions finished and a warm-up run. What decides is the server's CPU
+// time per request, which other load on the machine moves far less than
+// the rate, as the median of the rounds' on/off ratios; the budget is 3 %.
+// BENCH_CMP_OFF ("stats/enabled=false") lists the settings the "off" runs
+// make (section/key=value, space-separated; deleted again for the "on"
+// runs): add the switch of anything else the comparison should take out.
 //
 //   node bench/http/bench.js
 //   DIVAN_BIN=build/clients/divan BENCH_SECONDS=5 node bench/http/bench.js
 //   BENCH_ONLY=get,put   run only those workloads (the preload always runs)
+//   BENCH_ONLY=stats     only the cost of the metrics (BENCH_SERVERS=divan: no pouchdb-server)
 //   BENCH_SERVERS=pouchdb  only one of the two servers (divan,pouchdb)
 //   BENCH_SETTLE=30      seconds of quiet between the preload and the workloads
 'use strict';
@@ -43,7 +46,7 @@ const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad, startDivan } = require('./lib');
+const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad, startDivan, cpuSec } = require('./lib');
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const NDOCS = Number(process.env.BENCH_DOCS || 100000);
@@ -51,10 +54,13 @@ const PAGE = 1000;
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null;
 const WHICH = (process.env.BENCH_SERVERS || 'divan,pouchdb').split(',');
 const SETTLE = Number(process.env.BENCH_SETTLE || 0); // seconds of quiet after the preload
-const CMP_ROUNDS = Number(process.env.BENCH_CMP_ROUNDS || 5);
-const CMP_SECONDS = Number(process.env.BENCH_CMP_SECONDS || 5);
-const CMP_OFF_ENV = Object.fromEntries((process.env.BENCH_CMP_OFF_ENV || 'DIVAN_STATS=off').split(/\s+/).filter(Boolean)
-  .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const CMP_ROUNDS = Number(process.env.BENCH_CMP_ROUNDS || 9);
+const CMP_SECONDS = Number(process.env.BENCH_CMP_SECONDS || 3);
+const CMP_OFF = (process.env.BENCH_CMP_OFF || 'stats/enabled=false').split(/\s+/).filter(Boolean).map((x) => {
+  const m = /^([^/]+)\/([^=]+)=(.*)$/.exec(x);
+  if (!m) throw new Error('BENCH_CMP_OFF: section/key=value, not ' + x);
+  return { section: m[1], key: m[2], value: m[3] };
+});
 const CMP_BUDGET = 0.03;
 const WRK_LUA = path.join(__dirname, 'wrk.lua');
 const TMP = makeTmp('divan-httpbench-');
@@ -190,64 +196,100 @@ const WRK_VERSION = (/wrk (\S+)/.exec(wrkVersion()) || [, "?"])[1];
 
 const median = (xs) => { const s = xs.slice().sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 
-// Two fresh divans, on (as shipped) and off (CMP_OFF_ENV), each preloaded
-// as the main run's; get and put alternate between them. They join
-// `servers` (stopped with the others); the rest stay paused while one is
-// measured. Returns the rows for the summary.
+// One fresh divan, preloaded as the main run's; get and put in rounds that
+// switch counting off and on again (/_config: CMP_OFF, [stats] enabled =
+// false by default, deleted again for the "on" runs), the order flipped
+// every round (on off, off on, …). One process and one data directory for
+// both, so nothing differs but the switch: two processes differ by a few
+// per cent on their own (placement, caches) on this kind of machine. Two
+// measures per run: the rate wrk saw, and the server's CPU time per
+// request (utime + stime from /proc/PID/stat over the run, divided by the
+// requests served). The rate moves with whatever else the machine runs;
+// the CPU a request costs the server much less, so it decides. The summary
+// compares medians of the per-round on/off ratios.
 async function metricsCost(servers) {
   const tmp = makeTmp('divan-statscost-');
-  const on = await startDivan(tmp, { name: 'divan-on' });
-  servers.push(on);
-  const off = await startDivan(tmp, { name: 'divan-off', env: CMP_OFF_ENV });
-  servers.push(off);
-  const pair = [on, off];
-  const st = await web.request(off.url, 'GET', '/_node/_local/_stats', undefined, {});
-  const offEnv = Object.entries(CMP_OFF_ENV).map(([k, v]) => `${k}=${v}`).join(' ');
-  if (CMP_OFF_ENV.DIVAN_STATS === 'off' && st.status !== 404) throw new Error(`the ${offEnv} divan still counts: ${st.status}`);
-  log(`metrics cost: divan as shipped (pid ${on.pid}) vs ${offEnv} (pid ${off.pid}), ` +
-      `${CMP_ROUNDS} rounds × ${CMP_SECONDS} s per workload, alternating`);
-  for (const s of pair) {
+  const s = await startDivan(tmp, { name: 'divan-cost' });
+  servers.push(s);
+  const offText = CMP_OFF.map((x) => `[${x.section}] ${x.key} = ${x.value}`).join(', ');
+  const set = async (off) => {
+    for (const x of CMP_OFF) {
+      const p = `/_node/_local/_config/${x.section}/${x.key}`;
+      if (off) await web.must(s, 'PUT', p, JSON.stringify(x.value), [200]);
+      else await web.must(s, 'DELETE', p, undefined, [200, 404]);
+    }
+  };
+  log(`metrics cost: one divan (pid ${s.pid}), counting vs ${offText}, ${CMP_ROUNDS} rounds × ${CMP_SECONDS} s per workload`);
+  {
     const release = hold(servers, s, web);
     const secs = await preload(s).finally(release);
-    log(`preload ${s.name}: ${NDOCS} docs in ${fmt(secs, 1)} s`);
+    log(`preload: ${NDOCS} docs in ${fmt(secs, 1)} s`);
+  }
+  // let it finish what the preload left (RocksDB's flushes and compactions),
+  // the others paused: until it uses less than 3 % of a core over 2 s (at
+  // most 120 s), so no run pays for the preload's backlog
+  const release0 = hold(servers, s, web);
+  try {
+    const t0 = Date.now();
+    for (;;) {
+      const c0 = cpuSec(s.pid);
+      await sleep(2000);
+      const busy = (cpuSec(s.pid) - c0) / 2;
+      if (busy < 0.03 || Date.now() - t0 > 120000) {
+        log(`settled in ${fmt((Date.now() - t0) / 1000)} s (cpu ${fmt(100 * busy, 1)}%)`);
+        break;
+      }
+    }
+  } finally {
+    release0();
   }
   const rows = [];
   for (const key of ['get', 'put']) {
     const w = WORKLOADS.find((x) => x.key === key);
-    for (const s of pair) {
-      const release = hold(servers, s, web);
-      await w.prep(s).finally(release);
-    }
-    const rates = { on: [], off: [] }, p99 = { on: [], off: [] };
-    for (let round = 0; round < CMP_ROUNDS; round++) {
-      const order = round % 2 ? [off, on] : [on, off];
-      for (const s of order) {
-        const release = hold(servers, s, web);
-        let r;
-        try { r = await w.run(s); } finally { release(); }
-        if (r.errors) throw new Error(`${s.name} ${key}: errors ${JSON.stringify(r.errDetail)}`);
-        if (died(s)) throw new Error(`${s.name} died: ${s.stderr().slice(-2000)}`);
-        const k = s === on ? 'on' : 'off';
-        rates[k].push(r.rate);
-        p99[k].push(r.p99ms);
+    const run1 = () => wrk(s.url, key, key === 'get' ? 32 : 64, CMP_SECONDS, key === 'get' ? { WRK_DB: 'big', WRK_N: String(NDOCS) } : { WRK_DB: 'put' });
+    const m = { on: { rate: [], cpu: [], p99: [] }, off: { rate: [], cpu: [], p99: [] } };
+    const release = hold(servers, s, web);
+    try {
+      await w.prep(s);
+      await wrk(s.url, key, key === 'get' ? 32 : 64, 1, key === 'get' ? { WRK_DB: 'big', WRK_N: String(NDOCS) } : { WRK_DB: 'put' }); // warm up
+      for (let round = 0; round < CMP_ROUNDS; round++) {
+        for (const k of round % 2 ? ['off', 'on'] : ['on', 'off']) {
+          await set(k === 'off');
+          web.renew();
+          const c0 = cpuSec(s.pid);
+          const r = await run1();
+          const c1 = cpuSec(s.pid);
+          if (r.errors) throw new Error(`${key} (${k}): errors ${JSON.stringify(r.errDetail)}`);
+          if (died(s)) throw new Error(`divan died: ${s.stderr().slice(-2000)}`);
+          m[k].rate.push(r.rate);
+          m[k].cpu.push((1e6 * (c1 - c0)) / r.reqs);
+          m[k].p99.push(r.p99ms);
+        }
+        log(`  ${key} round ${round + 1}: on ${fmt(m.on.rate[round])}  off ${fmt(m.off.rate[round])} ${w.unit} ` +
+            `(on/off ${fmt(m.on.rate[round] / m.off.rate[round], 3)}); server cpu on ${fmt(m.on.cpu[round], 1)}  ` +
+            `off ${fmt(m.off.cpu[round], 1)} µs/request (on/off ${fmt(m.on.cpu[round] / m.off.cpu[round], 3)})`);
       }
-      log(`  ${key} round ${round + 1}: on ${fmt(rates.on[round])}  off ${fmt(rates.off[round])} ${w.unit}  ` +
-          `(on/off ${fmt(rates.on[round] / rates.off[round], 3)})`);
+      await set(false);
+    } finally {
+      release();
     }
-    const mOn = median(rates.on), mOff = median(rates.off);
-    const ratio = mOn / mOff;
-    const perRound = median(rates.on.map((x, i) => x / rates.off[i]));
-    rows.push({ w, mOn, mOff, ratio, perRound, p99on: median(p99.on), p99off: median(p99.off), spreadOn: (Math.max(...rates.on) - Math.min(...rates.on)) / mOn,
-      spreadOff: (Math.max(...rates.off) - Math.min(...rates.off)) / mOff });
+    const ratios = (q) => m.on[q].map((x, i) => x / m.off[q][i]);
+    rows.push({ w, rateOn: median(m.on.rate), rateOff: median(m.off.rate), rateRatio: median(ratios('rate')),
+      cpuOn: median(m.on.cpu), cpuOff: median(m.off.cpu), cpuRatio: median(ratios('cpu')),
+      p99on: median(m.on.p99), p99off: median(m.off.p99),
+      spread: Math.max(...ratios('rate')) - Math.min(...ratios('rate')), cpuSpread: Math.max(...ratios('cpu')) - Math.min(...ratios('cpu')) });
   }
   log('');
-  table(['workload', 'counting (median)', offEnv + ' (median)', 'on / off', 'median of rounds\' on/off', 'p99 on', 'p99 off', 'spread on', 'spread off'], 'lrrrrrrrr',
-    rows.map((x) => [x.w.label, `${fmt(x.mOn)} ${x.w.unit}`, `${fmt(x.mOff)} ${x.w.unit}`, fmt(x.ratio, 3), fmt(x.perRound, 3),
-      `${fmt(x.p99on, 2)} ms`, `${fmt(x.p99off, 2)} ms`, `${fmt(100 * x.spreadOn, 1)}%`, `${fmt(100 * x.spreadOff, 1)}%`]));
+  table(['workload', 'rate, counting', 'rate, off', 'rate on/off', 'server CPU/request, counting', 'server CPU/request, off', 'CPU on/off',
+    'p99 on', 'p99 off'], 'lrrrrrrrr',
+  rows.map((x) => [x.w.label, `${fmt(x.rateOn)} ${x.w.unit}`, `${fmt(x.rateOff)} ${x.w.unit}`, fmt(x.rateRatio, 3),
+    `${fmt(x.cpuOn, 1)} µs`, `${fmt(x.cpuOff, 1)} µs`, fmt(x.cpuRatio, 3), `${fmt(x.p99on, 2)} ms`, `${fmt(x.p99off, 2)} ms`]));
+  log('(medians over the rounds; the on/off columns are medians of each round\'s ratio)');
   for (const x of rows) {
-    const cost = 1 - x.perRound;
-    log(`metrics cost ${x.w.key}: ${fmt(100 * cost, 1)}% (budget ${100 * CMP_BUDGET}%: ${cost <= CMP_BUDGET ? 'within' : 'OVER'}; ` +
-        `spread between rounds ${fmt(100 * Math.max(x.spreadOn, x.spreadOff), 1)}%)`);
+    const cost = x.cpuRatio - 1;
+    log(`metrics cost ${x.w.key}: ${fmt(100 * cost, 1)}% more server CPU per request (budget ${100 * CMP_BUDGET}%: ` +
+        `${cost <= CMP_BUDGET ? 'within' : 'OVER'}); throughput ${fmt(100 * (1 - x.rateRatio), 1)}% lower; ` +
+        `per-round ratios spread over ${fmt(100 * x.cpuSpread, 1)} points (CPU), ${fmt(100 * x.spread, 1)} (rate)`);
   }
   return rows;
 }

@@ -225,6 +225,9 @@ void api_view_list(hreq *r, const json_val *vdoc, const char *view, size_t view_
  * metrics; from the app's done, once r is over (an r without a status yet,
  * released by a reroute, is not counted). */
 void api_stats_request(hreq *r);
+/* [stats] enabled (default true): pause or resume counting (util/stats.h's
+ * dv_stats_set), at the start and whenever /_config changes it. */
+void api_stats_config(dv_config *cfg);
 
 /* route.c: a /_name that is no endpoint (404 "Database does not exist.",
  * or 400 for a server endpoint given more segments); what later issues

@@ -722,7 +722,7 @@ static int64_t ch_pending(lfeed *l) {
 
 static void ch_free(lfeed *l) {
   chfeed *c = (chfeed *)l;
-  if (c->live) dv_stat_add(DV_ST_HTTPD_CLIENTS_REQUESTING_CHANGES, -1);
+  if (c->live) dv_stat_move(DV_ST_HTTPD_CLIENTS_REQUESTING_CHANGES, -1);
   store_db_close(c->db);
   arena_free(&c->a);
   arena_free(&c->scratch);
@@ -1091,7 +1091,7 @@ void hapi_changes(hreq *r) {
   } else {
     hres_feed(r, 200, "application/json", &lf_ops, c);
   }
-  if (feed != FEED_NORMAL) hfeed_live(r), c->live = 1, dv_stat_inc(DV_ST_HTTPD_CLIENTS_REQUESTING_CHANGES);
+  if (feed != FEED_NORMAL) hfeed_live(r), c->live = 1, dv_stat_move(DV_ST_HTTPD_CLIENTS_REQUESTING_CHANGES, 1);
   return;
 
 fail:

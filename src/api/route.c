@@ -204,6 +204,7 @@ int api_app(api_srv *s, http_app *out) {
   int rc = store_server_uuid(s->st, s->uuid);
   if (rc) return rc;
   cr_random_hex(s->repl_token, 16);
+  api_stats_config(s->config);
   *out = (http_app){.arg = s, .req_size = sizeof(struct hreq_app), .route = route, .identify = api_identify,
                     .authorize = api_authorize, .done = done};
   return 0;

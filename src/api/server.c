@@ -468,6 +468,7 @@ static void config_write(hreq *r) {
   if (!strcmp(section, "admins") || !strcmp(section, "chttpd_auth")) auth_cache_clear();
   char why[256]; /* [log] applies at once, as couch_log's config listener; a bad writer keeps the log as it was */
   if (!strcmp(section, "log") && log_config_apply(cfg, NULL, why, sizeof why)) log_error("%s; the log is unchanged", why);
+  if (!strcmp(section, "stats") && !strcmp(key, "enabled")) api_stats_config(cfg);
   json_w w;
   hres_jw(r, 200, &w);
   json_w_strz(&w, old ? old : "");

@@ -81,6 +81,8 @@ void api_stats_request(hreq *r) {
   dv_stat_hist(DV_SH_REQUEST_TIME, (double)(hnow_us() - r->start_us) / 1000.0);
 }
 
+void api_stats_config(dv_config *cfg) { dv_stats_set(cfg ? config_get_bool(cfg, "stats", "enabled", 1) : 1); }
+
 /* ---- values read when reported --------------------------------------------------- */
 
 /* One index's lag (strings in the request's arena). */
@@ -384,7 +386,8 @@ static int our_node(hreq *r) {
 
 static int stats_on(hreq *r) {
   if (dv_stats_on()) return 1;
-  hres_errw(r, DV_ENOT_FOUND, "Statistics are off: this divan runs with DIVAN_STATS=off.");
+  hres_errw(r, DV_ENOT_FOUND, dv__stats_env_off ? "Statistics are off: this divan runs with DIVAN_STATS=off."
+                                                : "Statistics are off: [stats] enabled is false.");
   return 0;
 }
 

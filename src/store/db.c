@@ -115,7 +115,7 @@ static void handle_free(store_db *db) {
 static void cache_unlink(store *s, store_db *db) {
   store_db **pp = &s->tab[name_hash(db->name, db->name_len)];
   while (*pp && *pp != db) pp = &(*pp)->next;
-  if (*pp) *pp = db->next, dv_stat_add(DV_ST_OPEN_DATABASES, -1);
+  if (*pp) *pp = db->next, dv_stat_move(DV_ST_OPEN_DATABASES, -1);
   db->next = NULL;
 }
 
@@ -260,7 +260,7 @@ int store_db_open(store *s, const char *name, store_db **out) {
   db->next = s->tab[h];
   s->tab[h] = db;
   pthread_mutex_unlock(&s->mu);
-  dv_stat_inc(DV_ST_OPEN_DATABASES);
+  dv_stat_move(DV_ST_OPEN_DATABASES, 1);
   *out = db;
   return 0;
 }

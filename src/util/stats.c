@@ -53,9 +53,11 @@ struct dv__stat_hists {
 };
 
 int dv__stats_on = 1;
+int dv__stats_env_off;
 __thread dv__stat_shard *dv__stats_tls;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* guards shards, free_shards */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* guards shards, free_shards, base */
+static int64_t base[DV_ST_N];       /* a COUNTER's sum when counting last resumed */
 static dv__stat_shard *shards;      /* every shard ever made */
 static dv__stat_shard *free_shards; /* those of threads that exited */
 static pthread_key_t key;           /* its destructor returns a thread's shard */
@@ -71,8 +73,9 @@ static void shard_release(void *p) {
 /* Before main: DIVAN_STATS, and the key. */
 __attribute__((constructor)) static void stats_init(void) {
   const char *e = getenv("DIVAN_STATS");
-  if (e && (!strcmp(e, "off") || !strcmp(e, "0") || !strcmp(e, "false"))) dv__stats_on = 0;
-  if (pthread_key_create(&key, shard_release)) dv__stats_on = 0; /* cannot happen at start; stay honest */
+  if (e && (!strcmp(e, "off") || !strcmp(e, "0") || !strcmp(e, "false"))) dv__stats_env_off = 1;
+  if (pthread_key_create(&key, shard_release)) dv__stats_env_off = 1; /* cannot happen at start; stay honest */
+  if (dv__stats_env_off) dv__stats_on = 0;
 }
 
 dv__stat_shard *dv__stats_shard(void) {
@@ -148,7 +151,7 @@ static int64_t epoch_now(void) {
 }
 
 void dv_stat_hist(dv_stat_hist_id h, double v) {
-  if (!dv__stats_on) return;
+  if (!dv_stats_on()) return;
   dv__stat_shard *s = dv__stats_tls;
   if (!s && !(s = dv__stats_shard())) return;
   int64_t ep = epoch_now();
@@ -163,12 +166,31 @@ void dv_stat_hist(dv_stat_hist_id h, double v) {
 
 /* ---- reading --------------------------------------------------------------- */
 
-int64_t dv_stat_value(dv_stat_id id) {
+static int64_t sum_locked(dv_stat_id id) {
   int64_t sum = 0;
-  pthread_mutex_lock(&mu);
   for (dv__stat_shard *s = shards; s; s = s->next) sum += __atomic_load_n(&s->c[id], __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&mu);
   return sum;
+}
+
+int64_t dv_stat_value(dv_stat_id id) {
+  pthread_mutex_lock(&mu);
+  int64_t v = sum_locked(id) - base[id];
+  pthread_mutex_unlock(&mu);
+  return v;
+}
+
+/* A resume moves each COUNTER's base to its sum: paused, nothing adds to
+ * it (a count begun just before the pause may land after the base is
+ * taken, and is then one of the new period's). */
+void dv_stats_set(int on) {
+  if (dv__stats_env_off) return;
+  pthread_mutex_lock(&mu);
+  int was = __atomic_load_n(&dv__stats_on, __ATOMIC_RELAXED);
+  if (on && !was)
+    for (int i = 0; i < DV_ST_N; i++)
+      if (dv_stat_defs[i].kind == DV_SK_COUNTER) base[i] = sum_locked((dv_stat_id)i);
+  __atomic_store_n(&dv__stats_on, on ? 1 : 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&mu);
 }
 
 void dv_stat_hist_read(dv_stat_hist_id h, dv_stat_summary *out) {

@@ -42,9 +42,14 @@
  * computed from bin midpoints, percentiles interpolated inside their bin.
  *
  * DIVAN_STATS=off in the environment (read once, before main) turns every
- * count into a no-op: what `make bench` compares against. dv_stats_on()
- * then returns 0 and the endpoints say the metrics are off rather than
- * show zeros.
+ * count into a no-op for the process's life. dv_stats_set(0) ([stats]
+ * enabled = false) pauses counting at run time — what `make bench`
+ * compares against, in one process — and dv_stats_set(1) resumes it with
+ * every COUNTER row from 0 again, so a counter always counts from when
+ * counting last started (Prometheus reads that as a counter reset); UPDOWN
+ * rows (dv_stat_move) keep counting through a pause, or they would stay
+ * wrong after it. While counting is off, dv_stats_on() returns 0 and the
+ * endpoints say so rather than show zeros.
  *
  * Not here: what the metrics are shown as (api/stats.c), values read only
  * when reported (GAUGE rows: api/stats.c fills them).
@@ -203,29 +208,42 @@ typedef struct dv__stat_shard {
   struct dv__stat_shard *free_next; /* the free list: shards of threads gone */
 } dv__stat_shard;
 
-extern int dv__stats_on;                         /* 0: DIVAN_STATS=off */
+extern int dv__stats_on;                         /* 0: DIVAN_STATS=off, or paused (dv_stats_set) */
+extern int dv__stats_env_off;                    /* DIVAN_STATS=off: not even UPDOWN rows */
 extern __thread dv__stat_shard *dv__stats_tls;   /* this thread's shard, NULL before its first count */
 dv__stat_shard *dv__stats_shard(void);           /* make it (NULL: no memory; the count is dropped) */
 
-/* Add n (negative for an UPDOWN going down) to counter id. */
-static inline void dv_stat_add(dv_stat_id id, int64_t n) {
-  if (!dv__stats_on) return;
+static inline void dv__stat_add(dv_stat_id id, int64_t n) {
   dv__stat_shard *s = dv__stats_tls;
   if (__builtin_expect(s == NULL, 0) && !(s = dv__stats_shard())) return;
   /* the shard has one writer, this thread: no read-modify-write needed */
   __atomic_store_n(&s->c[id], __atomic_load_n(&s->c[id], __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
+
+/* Add n to COUNTER id. */
+static inline void dv_stat_add(dv_stat_id id, int64_t n) {
+  if (__atomic_load_n(&dv__stats_on, __ATOMIC_RELAXED)) dv__stat_add(id, n);
+}
 static inline void dv_stat_inc(dv_stat_id id) { dv_stat_add(id, 1); }
+
+/* Move UPDOWN id by n (+1 / -1), paused or not. */
+static inline void dv_stat_move(dv_stat_id id, int64_t n) {
+  if (!dv__stats_env_off) dv__stat_add(id, n);
+}
 
 /* Record one sample of histogram h (milliseconds for HIST_MS rows). */
 void dv_stat_hist(dv_stat_hist_id h, double v);
 
-/* 1 unless DIVAN_STATS=off. */
-static inline int dv_stats_on(void) { return dv__stats_on; }
+/* 1 while counting: not DIVAN_STATS=off, not paused. */
+static inline int dv_stats_on(void) { return __atomic_load_n(&dv__stats_on, __ATOMIC_RELAXED); }
+/* Pause (0) or resume (1) counting; a resume starts the COUNTER rows from 0.
+ * A no-op under DIVAN_STATS=off, or when nothing changes. Any thread. */
+void dv_stats_set(int on);
 
 /* ---- reading -------------------------------------------------------------- */
 
-/* Counter id summed over every thread. */
+/* Counter id summed over every thread (since counting last started, for
+ * COUNTER rows). */
 int64_t dv_stat_value(dv_stat_id id);
 
 #define DV_STAT_EPOCH_S 5   /* histogram window: the last 5 to 10 seconds */

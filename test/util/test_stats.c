@@ -19,7 +19,10 @@ struct adder {
 
 static void *add_main(void *arg) {
   struct adder *a = arg;
-  for (int i = 0; i < PER_THREAD; i++) dv_stat_add(a->id, a->step);
+  for (int i = 0; i < PER_THREAD; i++) {
+    if (dv_stat_defs[a->id].kind == DV_SK_UPDOWN) dv_stat_move(a->id, a->step);
+    else dv_stat_add(a->id, a->step);
+  }
   return NULL;
 }
 
@@ -41,6 +44,33 @@ TEST(stats_threads_sum) {
   }
   dv_stat_inc(DV_ST_DATABASE_READS); /* this thread's own shard counts too */
   ASSERT_EQ(dv_stat_value(DV_ST_DATABASE_READS), c0 + 2 * NTHREADS * PER_THREAD + 1);
+}
+
+/* A pause counts nothing but UPDOWN rows; a resume starts the COUNTER
+ * rows from 0; histograms record nothing while paused. */
+TEST(stats_pause_resume) {
+  dv_stat_add(DV_ST_HTTPD_REQUESTS, 5);
+  dv_stat_move(DV_ST_OPEN_DATABASES, 2);
+  ASSERT_EQ(dv_stat_value(DV_ST_HTTPD_REQUESTS), 5);
+  dv_stats_set(0);
+  ASSERT(!dv_stats_on());
+  dv_stat_add(DV_ST_HTTPD_REQUESTS, 7);
+  dv_stat_hist(DV_SH_MANGO_QUERY_TIME, 3);
+  dv_stat_move(DV_ST_OPEN_DATABASES, 1);
+  ASSERT_EQ(dv_stat_value(DV_ST_HTTPD_REQUESTS), 5);
+  ASSERT_EQ(dv_stat_value(DV_ST_OPEN_DATABASES), 3);
+  dv_stats_set(1);
+  ASSERT(dv_stats_on());
+  ASSERT_EQ(dv_stat_value(DV_ST_HTTPD_REQUESTS), 0);
+  ASSERT_EQ(dv_stat_value(DV_ST_OPEN_DATABASES), 3);
+  dv_stat_add(DV_ST_HTTPD_REQUESTS, 2);
+  dv_stat_hist(DV_SH_MANGO_QUERY_TIME, 4);
+  ASSERT_EQ(dv_stat_value(DV_ST_HTTPD_REQUESTS), 2);
+  dv_stats_set(1); /* no change: no reset */
+  ASSERT_EQ(dv_stat_value(DV_ST_HTTPD_REQUESTS), 2);
+  dv_stat_summary s;
+  dv_stat_hist_read(DV_SH_MANGO_QUERY_TIME, &s);
+  ASSERT_EQ(s.n, 1);
 }
 
 /* The table: unique paths, a description, histograms numbered in order. */

@@ -58,6 +58,7 @@
   X(log_fuzz_smoke, 60) \
   X(log_config, 5) \
   X(stats_threads_sum, 30) \
+  X(stats_pause_resume, 5) \
   X(stats_table, 5) \
   X(stats_bins, 5) \
   X(stats_summary_couch, 5) \

@@ -377,6 +377,25 @@ test('/_up: ok while the store answers; [couchdb] maintenance_mode as chttpd_mis
   isErr(await req('POST', srv.base + '/_up', {}), 405, 'method_not_allowed');
 });
 
+test('[stats] enabled = false pauses counting; true starts the counters from 0 again', async () => {
+  const open0 = await val('/couchdb/open_databases');
+  const cfg = `${U}/_node/_local/_config/stats/enabled`;
+  eq((await req('PUT', cfg, '"false"')).status, 200);
+  isErr(await req('GET', `${U}/_node/_local/_stats`), 404, 'not_found', 'Statistics are off: [stats] enabled is false.');
+  isErr(await req('GET', `${U}/_node/_local/_prometheus`), 404, 'not_found');
+  await put('/paused'); // an open database more: counted through the pause, or the gauge would stay wrong
+  for (let i = 0; i < 3; i++) eq((await req('GET', U + '/')).status, 200);
+  eq((await req('PUT', cfg, '"true"')).status, 200);
+  const s = await stats();
+  eq(s.couchdb.httpd.requests.value, 1); // the PUT that resumed: it ends after the resume
+  eq(s.couchdb.httpd_request_methods.PUT.value, 1);
+  eq(s.couchdb.httpd_request_methods.GET.value, 0);
+  eq(s.couchdb.document_writes.value, 0);
+  eq(s.couchdb.open_databases.value, open0 + 1);
+  eq((await req('DELETE', cfg)).status, 200);
+  eq((await val('/couchdb/httpd_request_methods/DELETE')), 1);
+});
+
 test('DIVAN_STATS=off: nothing counted, and the endpoints say so instead of showing zeros', async () => {
   const other = await startDivan({ env: { DIVAN_STATS: 'off' } });
   try {
