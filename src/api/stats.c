@@ -34,6 +34,9 @@
  * of local databases) are not HTTP clients and are not counted: CouchDB's
  * replicator reaches its own databases without HTTP. What they read and
  * write is counted as any other (couchdb.document_writes, divan.kv.*).
+ * [stats] enabled = false pauses counting (api_stats_config, at the start
+ * and on every /_config change of it); _stats and _prometheus then answer
+ * 404 saying so.
  */
 #include <dirent.h>
 #include <malloc.h>
@@ -386,7 +389,7 @@ static int our_node(hreq *r) {
 
 static int stats_on(hreq *r) {
   if (dv_stats_on()) return 1;
-  hres_errw(r, DV_ENOT_FOUND, dv__stats_env_off ? "Statistics are off: this divan runs with DIVAN_STATS=off."
+  hres_errw(r, DV_ENOT_FOUND, dv_stats_env_off() ? "Statistics are off: this divan runs with DIVAN_STATS=off."
                                                 : "Statistics are off: [stats] enabled is false.");
   return 0;
 }

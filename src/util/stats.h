@@ -11,7 +11,8 @@
  *
  * Kinds:
  *   COUNTER   counted up (dv_stat_add); CouchDB type "counter"
- *   UPDOWN    counted up and down (open databases): "counter" in _stats,
+ *   UPDOWN    counted up and down (dv_stat_move: open databases, live
+ *             feeds): "counter" in _stats,
  *             a gauge in Prometheus, as CouchDB does
  *   GAUGE     not counted here: the endpoint reads it when it reports
  *             (files open, the engine's compaction backlog, index lag);
@@ -236,6 +237,8 @@ void dv_stat_hist(dv_stat_hist_id h, double v);
 
 /* 1 while counting: not DIVAN_STATS=off, not paused. */
 static inline int dv_stats_on(void) { return __atomic_load_n(&dv__stats_on, __ATOMIC_RELAXED); }
+/* 1 under DIVAN_STATS=off (nothing counts, for the process's life). */
+static inline int dv_stats_env_off(void) { return dv__stats_env_off; }
 /* Pause (0) or resume (1) counting; a resume starts the COUNTER rows from 0.
  * A no-op under DIVAN_STATS=off, or when nothing changes. Any thread. */
 void dv_stats_set(int on);
