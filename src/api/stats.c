@@ -26,10 +26,11 @@
  * are indexed by the write itself, so a built Mango index is 0).
  *
  * Counting a request (api_stats_request, from route.c's done): when it is
- * over, with its answer's status — CouchDB counts the method when the
+ * over (r->end: answered whole, or aborted — then its status, if it had
+ * one yet), with its answer's status — CouchDB counts the method when the
  * request starts, so a request still running (a continuous feed) shows
- * here once it ends. A request rerouted by _rewrite passes done without an
- * answer first; it is counted once, at its end, with its start. The
+ * here once it ends. A request rerouted by _rewrite passes done before its
+ * end; it is counted once, at its end, from its start. The
  * replicator's loopback requests (the scheduler's listener, replications
  * of local databases) are not HTTP clients and are not counted: CouchDB's
  * replicator reaches its own databases without HTTP. What they read and
@@ -71,7 +72,7 @@ static void status_init(void) {
 }
 
 void api_stats_request(hreq *r) {
-  if (!dv_stats_on() || !r->status) return; /* no answer yet: a reroute's, counted at its end */
+  if (!r->end || !dv_stats_on()) return; /* !end: a reroute letting go of r->app; counted at its end */
   if (r->app->auth_via && !strcmp(r->app->auth_via, "replicator")) return; /* our own plumbing */
   static const dv_stat_id by_method[] = {[HM_GET] = DV_ST_M_GET,       [HM_HEAD] = DV_ST_M_HEAD,
                                          [HM_POST] = DV_ST_M_POST,     [HM_PUT] = DV_ST_M_PUT,
@@ -81,7 +82,7 @@ void api_stats_request(hreq *r) {
   dv_stat_inc(DV_ST_HTTPD_REQUESTS);
   if (r->method >= HM_GET && r->method <= HM_OPTIONS) dv_stat_inc(by_method[r->method]);
   if (r->status > 0 && r->status < 600 && status_stat[r->status]) dv_stat_inc(status_stat[r->status] - 1);
-  dv_stat_hist(DV_SH_REQUEST_TIME, (double)(hnow_us() - r->start_us) / 1000.0);
+  dv_stat_hist(DV_SH_REQUEST_TIME, (double)(hnow_us() - r->t_start_us) / 1000.0);
 }
 
 void api_stats_config(dv_config *cfg) { dv_stats_set(cfg ? config_get_bool(cfg, "stats", "enabled", 1) : 1); }
