@@ -25,15 +25,17 @@
 //
 // Then the cost of divan's metrics (BENCH_ONLY=stats alone): one more
 // divan, preloaded alike, the get and put workloads in BENCH_CMP_ROUNDS (9)
-// rounds of BENCH_CMP_SECONDS (3) each, every round one run counting and
-// one with counting switched off at run time ([stats] enabled = false
-// through /_config; the order flipped every round), after the preload's
-// compactions finished and a warm-up run. What decides is the server's CPU
-// time per request, which other load on the machine moves far less than
-// the rate, as the median of the rounds' on/off ratios; the budget is 3 %.
-// BENCH_CMP_OFF ("stats/enabled=false") lists the settings the "off" runs
-// make (section/key=value, space-separated; deleted again for the "on"
-// runs): add the switch of anything else the comparison should take out.
+// rounds of BENCH_CMP_SECONDS (3) each, every round one run as shipped
+// (counting, and a log line per request at [log] level info) and one with
+// both switched off at run time ([stats] enabled = false, [log] level =
+// warning, through /_config; the order flipped every round), after the
+// preload's compactions finished and a warm-up run. What decides is the
+// server's CPU time per request, which other load on the machine moves far
+// less than the rate, as the median of the rounds' on/off ratios; the
+// budget is 3 %. BENCH_CMP_OFF ("stats/enabled=false log/level=warning")
+// lists the settings the "off" runs make (section/key=value,
+// space-separated; deleted again for the "on" runs):
+// BENCH_CMP_OFF=stats/enabled=false weighs the metrics alone.
 //
 //   node bench/http/bench.js
 //   DIVAN_BIN=build/clients/divan BENCH_SECONDS=5 node bench/http/bench.js
@@ -56,7 +58,7 @@ const WHICH = (process.env.BENCH_SERVERS || 'divan,pouchdb').split(',');
 const SETTLE = Number(process.env.BENCH_SETTLE || 0); // seconds of quiet after the preload
 const CMP_ROUNDS = Number(process.env.BENCH_CMP_ROUNDS || 9);
 const CMP_SECONDS = Number(process.env.BENCH_CMP_SECONDS || 3);
-const CMP_OFF = (process.env.BENCH_CMP_OFF || 'stats/enabled=false').split(/\s+/).filter(Boolean).map((x) => {
+const CMP_OFF = (process.env.BENCH_CMP_OFF || 'stats/enabled=false log/level=warning').split(/\s+/).filter(Boolean).map((x) => {
   const m = /^([^/]+)\/([^=]+)=(.*)$/.exec(x);
   if (!m) throw new Error('BENCH_CMP_OFF: section/key=value, not ' + x);
   return { section: m[1], key: m[2], value: m[3] };
@@ -197,8 +199,8 @@ const WRK_VERSION = (/wrk (\S+)/.exec(wrkVersion()) || [, "?"])[1];
 const median = (xs) => { const s = xs.slice().sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 
 // One fresh divan, preloaded as the main run's; get and put in rounds that
-// switch counting off and on again (/_config: CMP_OFF, [stats] enabled =
-// false by default, deleted again for the "on" runs), the order flipped
+// switch counting and the request log off and on again (/_config: CMP_OFF,
+// deleted again for the "on" runs), the order flipped
 // every round (on off, off on, …). One process and one data directory for
 // both, so nothing differs but the switch: two processes differ by a few
 // per cent on their own (placement, caches) on this kind of machine. Two
@@ -219,7 +221,7 @@ async function metricsCost(servers) {
       else await web.must(s, 'DELETE', p, undefined, [200, 404]);
     }
   };
-  log(`metrics cost: one divan (pid ${s.pid}), counting vs ${offText}, ${CMP_ROUNDS} rounds × ${CMP_SECONDS} s per workload`);
+  log(`metrics cost: one divan (pid ${s.pid}), as shipped vs ${offText}, ${CMP_ROUNDS} rounds × ${CMP_SECONDS} s per workload`);
   {
     const release = hold(servers, s, web);
     const secs = await preload(s).finally(release);
@@ -280,14 +282,14 @@ async function metricsCost(servers) {
       spread: Math.max(...ratios('rate')) - Math.min(...ratios('rate')), cpuSpread: Math.max(...ratios('cpu')) - Math.min(...ratios('cpu')) });
   }
   log('');
-  table(['workload', 'rate, counting', 'rate, off', 'rate on/off', 'server CPU/request, counting', 'server CPU/request, off', 'CPU on/off',
+  table(['workload', 'rate, as shipped', 'rate, off', 'rate on/off', 'server CPU/request, as shipped', 'server CPU/request, off', 'CPU on/off',
     'p99 on', 'p99 off'], 'lrrrrrrrr',
   rows.map((x) => [x.w.label, `${fmt(x.rateOn)} ${x.w.unit}`, `${fmt(x.rateOff)} ${x.w.unit}`, fmt(x.rateRatio, 3),
     `${fmt(x.cpuOn, 1)} µs`, `${fmt(x.cpuOff, 1)} µs`, fmt(x.cpuRatio, 3), `${fmt(x.p99on, 2)} ms`, `${fmt(x.p99off, 2)} ms`]));
   log('(medians over the rounds; the on/off columns are medians of each round\'s ratio)');
   for (const x of rows) {
     const cost = x.cpuRatio - 1;
-    log(`metrics cost ${x.w.key}: ${fmt(100 * cost, 1)}% more server CPU per request (budget ${100 * CMP_BUDGET}%: ` +
+    log(`cost of ${offText.replace(/ = \S+/g, '')} on ${x.w.key}: ${fmt(100 * cost, 1)}% more server CPU per request (budget ${100 * CMP_BUDGET}%: ` +
         `${cost <= CMP_BUDGET ? 'within' : 'OVER'}); throughput ${fmt(100 * (1 - x.rateRatio), 1)}% lower; ` +
         `per-round ratios spread over ${fmt(100 * x.cpuSpread, 1)} points (CPU), ${fmt(100 * x.spread, 1)} (rate)`);
   }
