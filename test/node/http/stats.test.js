@@ -222,10 +222,10 @@ test('index lag: per view and json index, exact, 0 once built', async () => {
   const lag = async () => (await stats('/divan/index_lag/lag')) || {};
   // the design document's write hands its views to the background builder
   await put('/lag/_design/v', { views: { a: { map: 'function (d) { emit(d.n, null); }' }, b: { map: 'function (d) { emit(null, 1); }', reduce: '_count' } } });
-  await until('the builder', async () => { const l = await lag(); return l['_design/v'] && l['_design/v'].a.value === 0; });
+  await until('the builder', async () => { const l = await lag(); return l['_design/v'] && l['_design/v'].a.value === 0; }, 30000);
   const idx = await req('POST', U + '/lag/_index', { index: { fields: ['n'] }, name: 'by_n', ddoc: 'm' });
   eq(idx.status, 200, idx.text);
-  await until('the json index', async () => { const l = await lag(); return l['_design/m'] && l['_design/m'].by_n.value === 0; });
+  await until('the json index', async () => { const l = await lag(); return l['_design/m'] && l['_design/m'].by_n.value === 0; }, 30000);
   let l = await lag();
   eq(l['_design/v'].a.type, 'gauge');
   eq(l['_design/v'].a.value, 1); // the json index's design document: one change the views have not seen
