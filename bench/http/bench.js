@@ -210,8 +210,7 @@ const median = (xs) => { const s = xs.slice().sort((a, b) => a - b); return s.le
 // the CPU a request costs the server much less, so it decides. The summary
 // compares medians of the per-round on/off ratios.
 async function metricsCost(servers) {
-  const tmp = makeTmp('divan-statscost-');
-  const s = await startDivan(tmp, { name: 'divan-cost' });
+  const s = await startDivan(TMP, { name: 'divan-cost' }); // in TMP: removed with the others' data
   servers.push(s);
   const offText = CMP_OFF.map((x) => `[${x.section}] ${x.key} = ${x.value}`).join(', ');
   const set = async (off) => {
