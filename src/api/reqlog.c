@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "api/api.h"
 #include "util/log.h"
@@ -126,9 +125,7 @@ void api_log_request(hreq *r) {
     if (secret_key(q->key, q->klen)) puts_(&o, "REDACTED");
     else put_query_part(&o, q->val, q->vlen);
   }
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  int64_t us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - r->t_start_us;
+  int64_t us = r->t_end_us - r->t_start_us;
   char tail[64];
   int tn = snprintf(tail, sizeof tail, " %d %s %lld", r->status, r->end == HREQ_END_OK ? "ok" : "aborted",
                     (long long)((us + 500) / 1000));

@@ -82,7 +82,7 @@ void api_stats_request(hreq *r) {
   dv_stat_inc(DV_ST_HTTPD_REQUESTS);
   if (r->method >= HM_GET && r->method <= HM_OPTIONS) dv_stat_inc(by_method[r->method]);
   if (r->status > 0 && r->status < 600 && status_stat[r->status]) dv_stat_inc(status_stat[r->status] - 1);
-  dv_stat_hist(DV_SH_REQUEST_TIME, (double)(hnow_us() - r->t_start_us) / 1000.0);
+  dv_stat_hist(DV_SH_REQUEST_TIME, (double)(r->t_end_us - r->t_start_us) / 1000.0);
 }
 
 void api_stats_config(dv_config *cfg) { dv_stats_set(cfg ? config_get_bool(cfg, "stats", "enabled", 1) : 1); }

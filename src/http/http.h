@@ -138,6 +138,7 @@ struct hreq {
   hfeed *feed;                    /* a streamed body (hres_feed) */
   /* the request's life, for the log (api/reqlog.c) */
   int64_t t_start_us;             /* monotonic µs when its head was in */
+  int64_t t_end_us;               /* and when it ended (set with end) */
   char reqid[11];                 /* its id, 10 hex digits: X-Couch-Request-ID (chttpd's nonce) */
   int end;                        /* 0 while it runs (also in the app->done of hreq_reroute); at its
                                      end, before app->done: HREQ_END_OK or HREQ_END_ABORTED */

@@ -1120,6 +1120,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
   if (x->stream) stream_free(x->stream); /* built but never queued */
   if (x->sink) x->sink->done(x->sink_arg);
   r->end = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? HREQ_END_OK : HREQ_END_ABORTED;
+  r->t_end_us = hnow_us(); /* one clock read for the log line and request_time */
   if (r->app && ((hsrv *)cls)->app.done) ((hsrv *)cls)->app.done(r);
   buf_free(&r->out);
   dv_free(r->body);
