@@ -8,6 +8,7 @@
 //
 //   get      GET a random preloaded doc           wrk, 32 connections
 //   put      PUT a new doc (unique ids)           wrk, 64 connections
+//   bulk1    POST _bulk_docs of 1,000 new docs    wrk, 1 connection
 //   bulk     POST _bulk_docs of 1,000 new docs    wrk, 4 connections
 //   alldocs  _all_docs?include_docs=true, 1,000-row pages from random keys
 //                                                 wrk, 4 connections
@@ -22,6 +23,17 @@
 // not being measured is paused (SIGSTOP) so its background work cannot
 // steal a core. Both servers are stopped by PID and their directories
 // removed.
+//
+// Then the bars of issue 22, each printed MET or MISSED:
+//   - peak RSS: each server's VmHWM over the whole run (preload and every
+//     workload), read before it stops; divan's bar is 128 MiB
+//     ([divan] memory_limit's default);
+//   - the engine's own limit: after the workloads divan is stopped and
+//     build/<cc>/bench/bench_engine reads the KVs its bulk1 workload wrote
+//     (database bulk1) and writes them again through kv.h directly, in
+//     transactions of 1,000 documents' KVs on one thread (bench_engine.c);
+//     bar: bulk1 ≥ 80 % of it;
+//   - bulk (4 connections) ≥ 5× pouchdb-server, put (64 clients) ≥ 15×.
 //
 // Then the cost of divan's metrics (BENCH_ONLY=stats alone): one more
 // divan, preloaded alike, the get and put workloads in BENCH_CMP_ROUNDS (9)
@@ -48,7 +60,12 @@ const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad, startDivan, cpuSec } = require('./lib');
+const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad, startDivan, cpuSec, stopProc } = require('./lib');
+
+// VmHWM of a process: its peak resident set since it started.
+function hwmKiB(pid) {
+  try { return Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch (e) { return NaN; }
+}
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const NDOCS = Number(process.env.BENCH_DOCS || 100000);
@@ -168,6 +185,9 @@ const WORKLOADS = [
   { key: 'put', label: 'PUT new doc (64 conns)', unit: 'docs/s',
     prep: async (s) => { await must(s, 'PUT', '/put', undefined, [201, 202]); },
     run: (s) => wrk(s.url, 'put', 64, SECONDS, { WRK_DB: 'put' }) },
+  { key: 'bulk1', label: '_bulk_docs 1,000 docs (1 conn)', unit: 'docs/s', rows: 1000,
+    prep: async (s) => { await must(s, 'PUT', '/bulk1', undefined, [201, 202]); },
+    run: (s) => wrk(s.url, 'bulk', 1, SECONDS, { WRK_DB: 'bulk1', WRK_BODY_FILE: bulkFile }) },
   { key: 'bulk', label: '_bulk_docs 1,000 docs (4 conns)', unit: 'docs/s', rows: 1000,
     prep: async (s) => { await must(s, 'PUT', '/bulk', undefined, [201, 202]); },
     run: (s) => wrk(s.url, 'bulk', 4, SECONDS, { WRK_DB: 'bulk', WRK_BODY_FILE: bulkFile }) },
@@ -342,6 +362,28 @@ runBench('http bench', { which: WHICH, tmp: TMP, web }, async (servers, tStart) 
     results.push(row);
   }
 
+  // peak RSS over the whole run, then the engine's limit on bulk1's KVs
+  const hwm = {};
+  for (const s of servers) hwm[s.name] = hwmKiB(s.pid) / 1024;
+  const bars = [];
+  const by = (key) => (results.find((x) => x.w.key === key) || { by: {} }).by;
+  if (hwm.divan) bars.push({ what: 'divan peak RSS (VmHWM) over the run', value: `${fmt(hwm.divan, 1)} MiB`, ok: hwm.divan <= 128, bar: '≤ 128 MiB' });
+  const d1 = by('bulk1').divan;
+  if (d1) {
+    const s = servers.find((x) => x.name === 'divan');
+    await stopProc(s.proc);
+    const bin = process.env.BENCH_ENGINE_BIN || path.join(path.dirname(path.resolve(process.env.DIVAN_BIN || 'divan')), 'bench', 'bench_engine');
+    const out = execFileSync(bin, [path.join(TMP, s.name), 'bulk1', '1000']).toString();
+    log(out.split('\n').filter((l) => !l.startsWith('ENGINEJSON')).join('\n').trim());
+    const e = JSON.parse(/ENGINEJSON (\{.*\})/.exec(out)[1]);
+    const share = d1.rate / e.docs_per_s;
+    bars.push({ what: `_bulk_docs on 1 connection (${fmt(d1.rate)} docs/s) vs the engine's limit on its KVs (${fmt(e.docs_per_s)} docs/s)`,
+      value: `${fmt(100 * share, 1)} %`, ok: share >= 0.8, bar: '≥ 80 %' });
+  }
+  const ratio = (key) => { const x = by(key); return x.divan && x.pouchdb ? x.divan.rate / x.pouchdb.rate : NaN; };
+  if (Number.isFinite(ratio('bulk'))) bars.push({ what: '_bulk_docs on 4 connections, divan / pouchdb-server', value: `${fmt(ratio('bulk'), 1)}×`, ok: ratio('bulk') >= 5, bar: '≥ 5×' });
+  if (Number.isFinite(ratio('put'))) bars.push({ what: 'durable PUT, 64 clients, divan / pouchdb-server', value: `${fmt(ratio('put'), 1)}×`, ok: ratio('put') >= 15, bar: '≥ 15×' });
+
   log('');
   const none = { rate: NaN, p99ms: NaN, rssMiB: NaN, errors: 0 };
   const err = (x) => (x.errors ? ` (${x.errors} errors)` : '');
@@ -351,6 +393,11 @@ runBench('http bench', { which: WHICH, tmp: TMP, web }, async (servers, tStart) 
       return [w.label, `${fmt(d.rate)} ${w.unit}${err(d)}`, `${fmt(p.rate)} ${w.unit}${err(p)}`, `${fmt(d.rate / p.rate, 1)}×`,
         `${fmt(d.p99ms, 2)} ms`, `${fmt(p.p99ms, 2)} ms`, `${fmt(d.rssMiB, 1)} MiB`, `${fmt(p.rssMiB, 1)} MiB`];
     }));
+  log('');
+  log(`peak RSS (VmHWM) over the whole run: ${Object.entries(hwm).map(([n, v]) => `${n} ${fmt(v, 1)} MiB`).join(', ')}`);
+  if (bars.length) {
+    table(['bar (issue 22)', 'measured', 'bar', ''], 'lrrl', bars.map((b) => [b.what, b.value, b.bar, b.ok ? 'MET' : 'MISSED']));
+  }
   log('');
   log('pouchdb-server writes through leveldown without fsync; divan answers a write once it is durable.');
   // The generator is not the bottleneck if its busiest run stayed well

@@ -253,6 +253,7 @@ static int gauge(report *rp, dv_stat_id id, int64_t *out) {
   case DV_ST_ROCKS_RUNNING_FLUSHES: *out = rp->kv.running_flushes; break;
   case DV_ST_ROCKS_SST_BYTES: *out = rp->kv.sst_bytes; break;
   case DV_ST_ROCKS_MEMTABLE_BYTES: *out = rp->kv.memtable_bytes; break;
+  case DV_ST_KV_HISTORY_BYTES: *out = rp->kv.history_bytes; break;
   case DV_ST_ROCKS_WRITE_STOPPED: *out = rp->kv.write_stopped; break;
   default: return 0;
   }

@@ -81,8 +81,12 @@ typedef struct kv_watch kv_watch; /* a registered watch */
 /* ---- opening ---------------------------------------------------------- */
 
 typedef struct kv_rocks_opts {
-  size_t block_cache_mb;   /* RocksDB block cache; 0 = default (256) */
-  size_t memtable_mb;      /* write buffer size; 0 = default (64) */
+  size_t memory_mb;        /* the engine's memory budget ([divan] memory_limit); 0 = KV_ROCKS_MEMORY_MB.
+                              Its shares (rocks.c "memory"): a quarter block cache, two memtables
+                              of an eighth each, an eighth conflict history, a sixteenth a group
+                              commit's batch; the rest is the process's own */
+  size_t block_cache_mb;   /* overrides the block cache's share; 0 = from memory_mb */
+  size_t memtable_mb;      /* overrides one memtable's share; 0 = from memory_mb */
   int no_sync;             /* 1: skip fsync of the WAL (tests of speed only) */
   int create_if_missing;   /* 1: create the directory and store */
   int64_t reserve_mb;      /* free-space reserve in MB: 0 = default, -1 = none */
@@ -105,6 +109,8 @@ typedef struct kv_rocks_opts {
  * compaction: the larger of 2 memtables + 64 MB (192 MB) and 5 % of the
  * filesystem, at most KV_ROCKS_RESERVE_MAX_MB and half the filesystem. */
 #define KV_ROCKS_RESERVE_MAX_MB 1024
+#define KV_ROCKS_MEMORY_MB 128   /* the default memory budget */
+#define KV_ROCKS_MEMORY_MIN_MB 16 /* the least that runs (shares of 4, 2, 2, 1 MB) */
 
 /* Open (creating if asked) the embedded store in directory `path`. Only one
  * process may hold a directory: a second gets DV_ELOCKED. Options may be
@@ -169,6 +175,7 @@ typedef struct kv_info {
   int64_t sst_bytes;               /* total-sst-files-size */
   int64_t memtable_bytes;          /* cur-size-all-mem-tables */
   int64_t write_stopped;           /* is-write-stopped: 1 while writes are held */
+  int64_t history_bytes;           /* the embedded engine's conflict history (rocks.c) */
 } kv_info;
 
 /* Fill *out (never fails; unknown numbers -1). Safe from any thread,

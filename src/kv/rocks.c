@@ -77,7 +77,6 @@
 #define VERSION_KEY "\xff\xff/version"
 #define VERSION_KEY_LEN 10
 #define MAX_BATCH_TXNS 8192
-#define MAX_BATCH_BYTES (64u << 20)
 #define SMALL_CLEAR_KEYS 64
 #define SPACE_CHECK_MS 200   /* free space is measured at most this often */
 #define RESUME_EVERY_MS 500  /* a stopped RocksDB is asked to resume at most this often */
@@ -110,6 +109,7 @@ typedef struct snap {
   const rocksdb_snapshot_t *s;     /* RocksDB snapshot */
   int64_t time_ms;                 /* when it was published */
   _Atomic int refs;                /* transactions using it + 1 if current */
+  struct snap *older, *newer;      /* the live snapshots, oldest first (snap_mu) */
 } snap;
 
 /* A key range [b, e) whose bytes live at offsets in a dv_buf. */
@@ -127,6 +127,7 @@ typedef struct hist {
   dv_buf bytes;                    /* range bytes */
   range *r;                        /* ranges, sorted by begin, disjoint */
   size_t n;                        /* number of ranges */
+  size_t cost;                     /* bytes it holds, counted in rdb.h_bytes */
 } hist;
 
 typedef struct vskey {
@@ -178,6 +179,7 @@ typedef struct rdb {
   pthread_mutex_t snap_mu;         /* guards cur, reopening */
   pthread_cond_t snap_cv;          /* a reopen finished */
   snap *cur;                       /* published {version, snapshot} */
+  snap *s_old, *s_new;             /* every live snapshot, oldest (lowest version) first */
   _Atomic int nsnaps;              /* snapshots alive (cur and older ones still used) */
   int reopening;                   /* recover() is reopening the store: new readers wait */
   pthread_rwlock_t db_rw;          /* d->db for hints from any thread (flush, compact); reopen writes */
@@ -194,6 +196,9 @@ typedef struct rdb {
   int64_t version;                 /* last durable commit version */
   hist *h_old, *h_new;             /* history, oldest first */
   int64_t h_floor;                 /* reads older than this are too old */
+  _Atomic size_t h_bytes;          /* bytes the history holds (hist.cost summed; kv_db_info reads it) */
+  size_t h_budget;                 /* … kept under this by coarsening (history_trim) */
+  size_t batch_bytes;              /* a group commit's write sets, at most (past one commit) */
   ws overlay;                      /* the batch's combined writes */
   dv_buf bw;                       /* the accepting commit's write ranges (bytes) */
   range *bw_r;                     /* … and ranges, unsorted */
@@ -276,6 +281,12 @@ static const kv_methods rocks_methods;
 static void snap_unref(rdb *d, snap *s) {
   if (!s) return;
   if (atomic_fetch_sub(&s->refs, 1) == 1) {
+    pthread_mutex_lock(&d->snap_mu);
+    if (s->older) s->older->newer = s->newer;
+    else d->s_old = s->newer;
+    if (s->newer) s->newer->older = s->older;
+    else d->s_new = s->older;
+    pthread_mutex_unlock(&d->snap_mu);
     rocksdb_release_snapshot(d->db, s->s);
     dv_free(s);
     atomic_fetch_sub(&d->nsnaps, 1);
@@ -302,6 +313,11 @@ static int publish(rdb *d, int64_t version) {
   pthread_mutex_lock(&d->snap_mu);
   snap *old = d->cur;
   d->cur = s;
+  s->newer = NULL;
+  s->older = d->s_new;
+  if (d->s_new) d->s_new->newer = s;
+  else d->s_old = s;
+  d->s_new = s;
   pthread_mutex_unlock(&d->snap_mu);
   snap_unref(d, old);
   return 0;
@@ -1291,6 +1307,41 @@ static void seg_clear(rdb *d) {
   while (d->nseg) hist_free(d->seg[--d->nseg]);
 }
 
+/* ---- the history: what it keeps, and in how much memory ---------------------
+ *
+ * A commit with read version rv conflicts with the write ranges of every
+ * batch newer than rv (resolve). So an entry is needed only while some
+ * transaction may still commit with an older read version, and every read
+ * version is a live snapshot's (ensure_snap): entries at or below the oldest
+ * live snapshot are dropped at once (exact: no conflict is lost), and h_floor
+ * rises with them. A transaction that has not read yet takes the newest
+ * snapshot, above every dropped entry. Entries also go after 5 s, when
+ * every transaction that could use them is too old anyway.
+ *
+ * So the history is short while transactions are short. A long one (a
+ * feed's scan, a slow client's transaction) keeps up to 5 s of it alive; at
+ * 45k documents/s that was ~300 MB. When the history holds more than
+ * h_budget bytes (an eighth of [divan] memory_limit), its oldest entries
+ * are coarsened: neighbouring ranges merge into one covering both, the
+ * pairs with the longest common key prefix first (the keys of one document,
+ * then of one database), halving the ranges each round; an entry down to
+ * one range merges with the next newer one under the newer's version. Each
+ * step only widens what a commit is checked against: a conflict may be
+ * reported that was not one (the transaction is retried), never missed.
+ * bench_kv "history" measures the false-conflict rate. */
+
+static size_t hist_cost(const hist *h) { return sizeof *h + h->bytes.len + h->n * sizeof *h->r; }
+
+static void hist_link_oldest_out(rdb *d) {
+  hist *h = d->h_old;
+  d->h_old = h->next;
+  if (d->h_old) d->h_old->prev = NULL;
+  else d->h_new = NULL;
+  d->h_bytes -= h->cost;
+  if (h->version > d->h_floor) d->h_floor = h->version;
+  hist_free(h);
+}
+
 /* Merge the batch's segments into one history entry at `version`. */
 static int history_add(rdb *d, int64_t version) {
   while (d->nseg >= 2) {
@@ -1301,8 +1352,16 @@ static int history_add(rdb *d, int64_t version) {
   }
   hist *h = d->nseg ? d->seg[--d->nseg] : dv_calloc(1, sizeof *h);
   if (!h) return DV_ENOMEM;
+  if (h->n) { /* fit: its size is what the budget counts */
+    range *r = dv_realloc(h->r, h->n * sizeof *r);
+    if (r) h->r = r;
+    uint8_t *p = dv_realloc(h->bytes.p, h->bytes.len + 1);
+    if (p) h->bytes.p = p, h->bytes.cap = h->bytes.len;
+  }
   h->version = version;
   h->time_ms = now_ms();
+  h->cost = hist_cost(h);
+  d->h_bytes += h->cost;
   h->prev = d->h_new;
   if (d->h_new) d->h_new->next = h;
   else d->h_old = h;
@@ -1310,15 +1369,93 @@ static int history_add(rdb *d, int64_t version) {
   return 0;
 }
 
+/* Length of the common prefix of a and b. */
+static size_t lcp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
+  size_t n = al < bl ? al : bl, i = 0;
+  while (i < n && a[i] == b[i]) i++;
+  return i;
+}
+
+/* Coarsen h (n >= 2): merge about half of its neighbouring pairs — those
+ * whose gap has the longest common prefix — into covering ranges. The new
+ * entry replaces h in the list. DV_ENOMEM leaves h as it was. */
+static int hist_coarsen(rdb *d, hist *h) {
+  size_t n = h->n, hi[257] = {0};
+  uint16_t *g = dv_malloc((n - 1) * sizeof *g); /* gap i: between r[i] and r[i+1] */
+  if (!g) return DV_ENOMEM;
+  const uint8_t *p = h->bytes.p;
+  for (size_t i = 0; i + 1 < n; i++) {
+    size_t l = lcp(p + h->r[i].e, h->r[i].el, p + h->r[i + 1].b, h->r[i + 1].bl);
+    g[i] = (uint16_t)(l > 255 ? 255 : l);
+    hi[g[i]]++;
+  }
+  /* the threshold: merge gaps with lcp >= t, about half of them (at least one) */
+  size_t want = (n - 1 + 1) / 2, have = 0;
+  int t = 255;
+  while (t > 0 && have + hi[t] < want) have += hi[t--];
+  hist *m = dv_calloc(1, sizeof *m);
+  size_t cap = 0;
+  int rc = m ? 0 : DV_ENOMEM;
+  for (size_t i = 0; i < n && !rc;) {
+    size_t j = i;
+    while (j + 1 < n && g[j] >= t) j++; /* r[i..j] become one */
+    rc = range_push(&m->bytes, &m->r, &m->n, &cap, p + h->r[i].b, h->r[i].bl, p + h->r[j].e, h->r[j].el);
+    i = j + 1;
+  }
+  dv_free(g);
+  if (rc) {
+    hist_free(m);
+    return DV_ENOMEM;
+  }
+  m->version = h->version;
+  m->time_ms = h->time_ms;
+  m->cost = hist_cost(m);
+  m->prev = h->prev;
+  m->next = h->next;
+  if (m->prev) m->prev->next = m;
+  else d->h_old = m;
+  if (m->next) m->next->prev = m;
+  else d->h_new = m;
+  d->h_bytes += m->cost;
+  d->h_bytes -= h->cost;
+  hist_free(h);
+  return 0;
+}
+
 static void history_trim(rdb *d) {
   int64_t cutoff = now_ms() - KV_MAX_TXN_AGE_MS - 100;
-  while (d->h_old && d->h_old->time_ms < cutoff) {
-    hist *h = d->h_old;
-    d->h_old = h->next;
-    if (d->h_old) d->h_old->prev = NULL;
-    else d->h_new = NULL;
-    if (h->version > d->h_floor) d->h_floor = h->version;
-    hist_free(h);
+  pthread_mutex_lock(&d->snap_mu);
+  int64_t oldest_rv = d->s_old ? d->s_old->version : d->version;
+  pthread_mutex_unlock(&d->snap_mu);
+  while (d->h_old && (d->h_old->version <= oldest_rv || d->h_old->time_ms < cutoff)) hist_link_oldest_out(d);
+  /* over the budget: coarsen, oldest first */
+  while (d->h_bytes > d->h_budget && d->h_old) {
+    hist *a = d->h_old;
+    if (a->n >= 2) {
+      if (hist_coarsen(d, a)) break;
+    } else { /* one range or none: fold it into the next newer entry, under that one's version */
+      hist *b = a->next;
+      if (!b) break;
+      hist *bn = b->next;
+      int64_t vb = b->version, tb = b->time_ms;
+      size_t cost = a->cost + b->cost;
+      hist *m = seg_merge(a, b); /* frees a and b */
+      d->h_bytes -= cost;
+      if (m) {
+        m->version = vb;
+        m->time_ms = tb;
+        m->cost = hist_cost(m);
+        d->h_bytes += m->cost;
+      } else if (vb > d->h_floor) { /* both lost: whoever would need them is too old */
+        d->h_floor = vb;
+      }
+      if (m) m->next = bn, m->prev = NULL;
+      d->h_old = m ? m : bn;
+      if (bn) bn->prev = m;
+      else d->h_new = m;
+      if (!m) break;
+    }
+    dv_stat_inc(DV_ST_KV_HISTORY_COARSENED);
   }
 }
 
@@ -1573,7 +1710,7 @@ static rtxn *take_batch(rdb *d) {
   rtxn *list = d->q_head, *last = list;
   if (list) {
     size_t n = 1, bytes = list->qbytes;
-    while (last->q_next && n < MAX_BATCH_TXNS && bytes + last->q_next->qbytes <= MAX_BATCH_BYTES) {
+    while (last->q_next && n < MAX_BATCH_TXNS && bytes + last->q_next->qbytes <= d->batch_bytes) {
       last = last->q_next;
       bytes += last->qbytes;
       n++;
@@ -1844,14 +1981,26 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   rocksdb_options_set_create_if_missing(d->opts, o->create_if_missing);
   rocksdb_options_increase_parallelism(d->opts, 2);
   rocksdb_options_set_max_background_jobs(d->opts, 2);
-  rocksdb_options_set_write_buffer_size(d->opts, (o->memtable_mb ? o->memtable_mb : 64) << 20);
+  /* The memory budget's shares (kv.h kv_rocks_opts): a quarter block
+   * cache, two memtables of an eighth each, an eighth the conflict
+   * history, a sixteenth a group commit's batch. At 128 MiB: 32, 2 × 16,
+   * 16 and 8 MiB; the rest (48) is the process's own (requests, JSON,
+   * JavaScript contexts, index and filter blocks, the allocator's slack). */
+  size_t mem_mb = o->memory_mb ? o->memory_mb : KV_ROCKS_MEMORY_MB;
+  if (mem_mb < KV_ROCKS_MEMORY_MIN_MB) mem_mb = KV_ROCKS_MEMORY_MIN_MB;
+  size_t memtable_mb = o->memtable_mb ? o->memtable_mb : mem_mb / 16;
+  size_t cache_mb = o->block_cache_mb ? o->block_cache_mb : mem_mb / 8;
+  d->h_budget = (mem_mb << 20) / 16;
+  d->batch_bytes = (mem_mb << 20) / 32;
+  rocksdb_options_set_write_buffer_size(d->opts, memtable_mb << 20);
+  rocksdb_options_set_max_write_buffer_number(d->opts, 2);
   rocksdb_options_set_compression(d->opts, rocksdb_lz4_compression);
   /* No WAL compression: Debian's RocksDB 7.8.3 misreads a compressed record
    * whose fragments land at the same offset of its read buffer (fixed
    * upstream in 8.0, facebook/rocksdb#11198), so a store killed while
    * writing large batches could not be opened again ("Corruption: bad
    * WriteBatch Delete", seen in repl_faults). */
-  d->cache = rocksdb_cache_create_lru((o->block_cache_mb ? o->block_cache_mb : 256) << 20);
+  d->cache = rocksdb_cache_create_lru(cache_mb << 20);
   d->bbto = rocksdb_block_based_options_create();
   rocksdb_block_based_options_set_block_cache(d->bbto, d->cache);
   rocksdb_block_based_options_set_filter_policy(d->bbto, rocksdb_filterpolicy_create_bloom(10));
@@ -1890,11 +2039,11 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
     goto fail;
   }
   memcpy(d->path, path, plen);
-  d->room = ((uint64_t)(o->memtable_mb ? o->memtable_mb : 64) << 20) * 23 / 10;
+  d->room = ((uint64_t)memtable_mb << 20) * 23 / 10;
   if (o->reserve_mb > 0) {
     d->reserve = (uint64_t)o->reserve_mb << 20;
   } else if (o->reserve_mb == 0) { /* see kv.h: room for a flush, a new WAL and a compaction */
-    uint64_t total = 0, mem = (uint64_t)(o->memtable_mb ? o->memtable_mb : 64) << 20;
+    uint64_t total = 0, mem = (uint64_t)memtable_mb << 20;
     if (free_bytes(path, &total) >= 0) {
       uint64_t r = total / 20;
       if (r < 2 * mem + (64u << 20)) r = 2 * mem + (64u << 20);
@@ -1961,6 +2110,7 @@ static void r_info(kv_db *kd, kv_info *out) {
       {"rocksdb.is-write-stopped", offsetof(kv_info, write_stopped)},
   };
   out->engine = "rocksdb";
+  out->history_bytes = (int64_t)atomic_load_explicit(&d->h_bytes, memory_order_relaxed);
   snprintf(out->version, sizeof out->version, "%s", kv__rocks_version());
   if (pthread_rwlock_tryrdlock(&d->db_rw)) return; /* being reopened: not known now */
   for (size_t i = 0; d->db && i < sizeof props / sizeof *props; i++) {

@@ -141,6 +141,9 @@
     "number of transactions that passed the 5 s window (transaction_too_old)")                                 \
   X(KV_COMMIT_UNKNOWN, COUNTER, "divan.kv.commit_unknown_result",                                              \
     "number of commits whose outcome was unknown (commit_unknown_result)")                                     \
+  X(KV_HISTORY_COARSENED, COUNTER, "divan.kv.history_coarsened",                                              \
+    "number of times the conflict history went over its share of memory_limit and was coarsened")            \
+  X(KV_HISTORY_BYTES, GAUGE, "divan.kv.history_bytes", "bytes the conflict history holds")                    \
   X(KV_RETRIES, COUNTER, "divan.kv.retries", "number of transactions run again after a retryable error")       \
   X(STORE_UNKNOWN_RECOVERED, COUNTER, "divan.store.commit_unknown_recovered",                                  \
     "number of writes whose commit_unknown_result attempt was found committed by its transaction id")          \

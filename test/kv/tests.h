@@ -41,4 +41,6 @@
   X(kv_crash_rocks, 120) \
   X(kv_fdb_open_errors, 20) \
   X(kv_fdb_retry_limit, 20) \
-  X(kv_fdb_fault_classes, 30)
+  X(kv_fdb_fault_classes, 30) \
+  X(kv_history_budget, 60) \
+  X(kv_history_trim, 20)
