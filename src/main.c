@@ -2,6 +2,7 @@
  *
  *   divan serve [--data DIR] [--bind ADDR] [--port N] [--threads N] ...
  *   divan inspect [--data DIR] [--db NAME]
+ *   divan check [--data DIR | --fdb [CLUSTER_FILE]] [--db NAME]
  *   divan --help | --version | COMMAND --help
  *
  * Commands and their flags are tables ("the command line" below), read
@@ -21,6 +22,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "cli/check.h"
 #include "cli/inspect.h"
 #include "api/api.h"
 #include "auth/auth.h"
@@ -76,6 +78,13 @@ struct inspect_opts {
   const char *db;   /* only this database's keys, or NULL */
 };
 
+struct check_opts {
+  const char *data;         /* data directory */
+  const char *db;           /* only this database, or NULL */
+  const char *cluster_file; /* --fdb's cluster file, NULL = FDB's default */
+  const char *fdb_library;  /* libfdb_c to load, NULL = the default */
+};
+
 enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4, GIVEN_FDB = 8, GIVEN_CONNS_IP = 16 };
 
 enum flag_kind {
@@ -109,6 +118,7 @@ struct cli_cmd {
 
 #define SERVE(f) offsetof(struct serve_opts, f)
 #define INSPECT(f) offsetof(struct inspect_opts, f)
+#define CHECK(f) offsetof(struct check_opts, f)
 #define HELP_FLAG {"--help", "-h", NULL, FLAG_HELP, 0, 0, 0, 0, "this text"}
 
 static const cli_flag serve_flags[] = {
@@ -145,6 +155,17 @@ static const cli_flag serve_flags[] = {
 static const cli_flag inspect_flags[] = {
     {"--data", NULL, "DIR", FLAG_STR, 0, 0, INSPECT(data), 0, "data directory (default ./data)"},
     {"--db", NULL, "NAME", FLAG_STR, 0, 0, INSPECT(db), 0, "only this database's keys"},
+    HELP_FLAG,
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+static const cli_flag check_flags[] = {
+    {"--data", NULL, "DIR", FLAG_STR, 0, 0, CHECK(data), 0, "data directory (default ./data)"},
+    {"--db", NULL, "NAME", FLAG_STR, 0, 0, CHECK(db), 0, "only this database (and its indexes)"},
+    {"--fdb", NULL, "[CLUSTER_FILE]", FLAG_OPT_STR, 0, 0, CHECK(cluster_file), GIVEN_FDB,
+     "check a FoundationDB cluster's store (default: FDB's own cluster file)"},
+    {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, CHECK(fdb_library), GIVEN_FDB_LIB,
+     "the libfdb_c to load (default libfdb_c.so)"},
     HELP_FLAG,
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
@@ -194,6 +215,7 @@ static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char
 
 static int cmd_serve(const cli_cmd *cmd, int argc, char **argv);
 static int cmd_inspect(const cli_cmd *cmd, int argc, char **argv);
+static int cmd_check(const cli_cmd *cmd, int argc, char **argv);
 
 static const cli_cmd commands[] = {
     {"serve", "start the server: CouchDB's HTTP API over the store in --data or a FoundationDB cluster",
@@ -204,6 +226,11 @@ static const cli_cmd commands[] = {
      serve_flags, cmd_serve},
     {"inspect", "print every key and value of the store decoded as tuples",
      "  One line per key, in key order; the server must not be running.\n", inspect_flags, cmd_inspect},
+    {"check", "verify every invariant of the store's key layout and its indexes",
+     "  One line per problem, then what was checked; exit status 0 when clean, 1 when a\n"
+     "  problem was found, 2 when the store cannot be opened. The server must not be\n"
+     "  running on --data (a running server answers GET /_node/_local/_check).\n",
+     check_flags, cmd_check},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -692,6 +719,16 @@ static int cmd_inspect(const cli_cmd *cmd, int argc, char **argv) {
   int given = 0;
   int rc = parse_flags(cmd, cmd->flags, argc, argv, &o, &given);
   return rc != PARSED ? rc : cli_inspect_run(o.data, o.db);
+}
+
+static int cmd_check(const cli_cmd *cmd, int argc, char **argv) {
+  struct check_opts o = {.data = "./data"};
+  int given = 0;
+  int rc = parse_flags(cmd, cmd->flags, argc, argv, &o, &given);
+  if (rc != PARSED) return rc;
+  cli_check_opts co = {.data = o.data, .db = o.db, .fdb = (given & GIVEN_FDB) != 0, .cluster_file = o.cluster_file,
+                       .fdb_library = o.fdb_library};
+  return cli_check_run(&co);
 }
 
 int main(int argc, char **argv) {
