@@ -1,5 +1,18 @@
 /* The index layer's tests: X(name, timeout_seconds). */
 #define INDEX_TESTS(X) \
+  X(check_clean, 30) \
+  X(check_clean_fdb, 30) \
+  X(check_changes_rows, 30) \
+  X(check_branches, 30) \
+  X(check_bodies, 30) \
+  X(check_counters, 30) \
+  X(check_attachments, 30) \
+  X(check_local_docs, 30) \
+  X(check_dead_prefix, 30) \
+  X(check_db_updates, 30) \
+  X(check_purge_infos, 30) \
+  X(check_mango_index, 30) \
+  X(check_cli, 60) \
   X(mango_match_table, 10) \
   X(mango_parse_errors, 10) \
   X(mango_collation, 10) \
