@@ -125,7 +125,7 @@ typedef struct api_routes {
 /* Each family's table, in its file; route.c tries them in its order. */
 extern const api_routes api_server_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes,
     api_purge_routes, api_mango_routes, api_ddocfn_routes, api_view_routes, api_doc_routes, api_utils_routes,
-    api_stats_routes;
+    api_stats_routes, api_check_routes;
 
 /* The header carrying the replicator's identity on its loopback requests
  * to local databases: "TOKEN;USER;ROLE,ROLE" (authn.c). */

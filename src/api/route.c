@@ -120,7 +120,7 @@ static const api_routes last_routes;
 /* The order the tables are tried in: the literal paths first, the
  * document paths (whose "{id}" takes any segment) last. */
 #define FAMILIES                                                                                          \
-  {api_stats_routes, api_server_routes, api_utils_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes, api_purge_routes, \
+  {api_stats_routes, api_check_routes, api_server_routes, api_utils_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes, api_purge_routes, \
    api_mango_routes, api_ddocfn_routes, api_view_routes, last_routes, api_doc_routes}
 
 /* /_name[/…] that is no endpoint: a database that cannot exist, or

@@ -59,6 +59,7 @@ TEST(http_fauxton) {
   ASSERT_EQ(rc, 0);
 }
 TEST(http_stats) { suite("test/node/http/stats.test.js"); }
+TEST(http_check) { suite("test/node/http/check.test.js"); }
 TEST(fdb_http_stats) { suite_fdb("test/node/http/stats.test.js"); }
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }

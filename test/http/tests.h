@@ -41,6 +41,7 @@
   X(http_utils, 120)           \
   X(http_fauxton, 180)         \
   X(http_stats, 120)           \
+  X(http_check, 60)            \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \

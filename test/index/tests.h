@@ -13,6 +13,7 @@
   X(check_purge_infos, 30) \
   X(check_mango_index, 30) \
   X(check_cli, 60) \
+  X(check_break_counter, 30) \
   X(mango_match_table, 10) \
   X(mango_parse_errors, 10) \
   X(mango_collation, 10) \
