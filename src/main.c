@@ -558,6 +558,13 @@ static void crash_handlers(void) {
 }
 
 /* The allocator, for a server that must stay within [divan] memory_limit.
+ *
+ * One heap for every thread (M_ARENA_MAX 1): with glibc's default of one per
+ * thread (up to 8 per core), each heap grows to its own thread's peak and
+ * keeps it — after a mixed load under memory_limit = 64M, 45 of the 52 MB
+ * the heaps held were free, spread over 10 heaps, and the peak RSS was 84
+ * MiB (2 heaps: 70; 1: 62). Small blocks still come from each thread's
+ * cache (tcache) without a lock.
  * glibc's default raises its mmap threshold each time a large block is
  * freed (up to 32 MB), after which a _bulk_docs' buffers, write sets and
  * RocksDB's memtable blocks come from the per-thread heaps, which keep what
@@ -570,6 +577,19 @@ static void crash_handlers(void) {
 static void malloc_tune(void) {
   if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 << 10);
   if (!getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 1);
+}
+
+/* This process's resident set now, in MiB (rounded up); 0 if unknown. */
+static size_t rss_mib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) kb = (size_t)strtoull(line + 6, NULL, 10);
+  fclose(f);
+  return (kb + 1023) / 1024;
 }
 
 static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
@@ -607,6 +627,21 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
     config_free(cfg);
     return 1;
   }
+  /* [divan] memory_limit: what the process is before it holds any data
+   * (its code and libraries: ~31 MiB of mapped files, most of it shared
+   * with other processes but counted in RSS) comes off first; the engine
+   * takes its shares of the rest (kv.h), requests a quarter (the body
+   * budget), and the remainder is the process's own working memory. */
+  size_t limit_mb = o.memory_mb ? o.memory_mb : KV_ROCKS_MEMORY_MB;
+  size_t base_mb = rss_mib() + 10, avail_mb /* +10: library pages first touched when serving (22 → 31 MiB) */ = limit_mb > base_mb ? limit_mb - base_mb : 0;
+  if (avail_mb < KV_ROCKS_MEMORY_MIN_MB) {
+    fprintf(stderr, "divan: [divan] memory_limit = %zuM leaves %zuM beside the %zuM the process takes at start; give at least %zuM\n",
+            limit_mb, avail_mb, base_mb, base_mb + KV_ROCKS_MEMORY_MIN_MB);
+    config_free(cfg);
+    return 1;
+  }
+  log_info("memory_limit %zuM: %zuM taken at start, %zuM for the store's caches, memtables and history, "
+           "requests and working memory", limit_mb, base_mb, avail_mb);
   if (o.fdb) {
     kv_fdb_opts fo = {.library = o.fdb_library};
     rc = kv_open_fdb(o.cluster_file, &fo, &kv);
@@ -617,7 +652,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
       return 1;
     }
   } else {
-    kv_rocks_opts ko = {.create_if_missing = 1, .reserve_mb = o.reserve_mb, .memory_mb = o.memory_mb};
+    kv_rocks_opts ko = {.create_if_missing = 1, .reserve_mb = o.reserve_mb, .memory_mb = avail_mb};
     rc = kv_open_rocks(o.data, &ko, &kv);
     if (rc) {
       fprintf(stderr, "divan: cannot open data directory %s: %s\n", o.data, dv_strerror(rc));
@@ -667,7 +702,8 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   snprintf(server, sizeof server, "divan/%s (CouchDB/3.3.3 compatible)", DIVAN_VERSION);
   http_opts ho = {.bind = o.bind, .port = o.port, .threads = o.threads, .max_body = o.max_body,
                   .timeout_s = o.idle_timeout, .head_timeout_s = o.head_timeout, .max_conns = o.max_conns,
-                  .max_conns_per_client = o.max_conns_ip, .server = server, .config = cfg};
+                  .max_conns_per_client = o.max_conns_ip, .server = server, .config = cfg,
+                  .body_budget = (avail_mb << 20) / 4}; /* requests' share of memory_limit */
   rc = api_app(&as, &app);
   if (!rc) rc = http_start(&app, &ho, &h);
   if (rc) {

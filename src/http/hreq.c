@@ -261,6 +261,7 @@ void hres_errn(hreq *r, int rc, const char *error, const char *why) {
   json_w_keyz(&w, "reason");
   json_w_strz(&w, why);
   json_w_obj_end(&w);
+  if (rc == DV_EOVERLOADED) hres_header(r, "Retry-After", HTTP_RETRY_AFTER);
   /* a server-side failure is logged with its request's id, as chttpd's
    * req_err line; the request line that follows names the request */
   if (status >= 500 && log_enabled(DV_LOG_ERROR))

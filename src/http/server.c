@@ -75,6 +75,7 @@
 #include "http/hwire.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/stats.h"
 
 #define REAP_MS 50        /* reaper tick: timers and left clients */
 #define HREQ_ARENA_CHUNK 1024 /* a request's first arena chunk (later ones grow): small, as a feed keeps it */
@@ -98,6 +99,7 @@ struct http_server {
   hconn *conns;           /* every client connection, oldest `since` first */
   hconn *conns_tail;      /* the newest */
   int nconns;             /* how many */
+  _Atomic size_t body_cost; /* the bodies admitted and not yet finished, as HTTP_BODY_COST × bytes (admit) */
   /* hres_offload's workers, started as jobs come (at most OFF_THREADS) */
   pthread_mutex_t omu;
   pthread_cond_t ocv;
@@ -513,9 +515,9 @@ static void conn_refuse(hconn *c, int rc) {
                    : st == 431 ? "Request Header Fields Too Large" : st == 501 ? "Not Implemented"
                    : st == 503 ? "Service Unavailable" : "Error";
   int n = snprintf(msg, sizeof msg,
-                   "HTTP/1.1 %d %s\r\nServer: %s\r\nContent-Type: application/json\r\nCache-Control: must-revalidate\r\n"
+                   "HTTP/1.1 %d %s\r\nServer: %s\r\nContent-Type: application/json\r\nCache-Control: must-revalidate\r\n%s"
                    "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
-                   st, text, c->srv->o.server, bn, body);
+                   st, text, c->srv->o.server, st == 503 ? "Retry-After: " HTTP_RETRY_AFTER "\r\n" : "", bn, body);
   if (n > 0 && n < (int)sizeof msg) (void)!send(c->fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(c->fd, SHUT_WR);
   c->refused = 1;
@@ -634,8 +636,15 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
     atomic_store(&conn_by_fd[fd], c);
     if (s->nconns > s->o.max_conns) { /* make room: the longest idle or slow one goes */
       hconn *v = s->conns;
-      while (v && (atomic_load(&v->busy) > 0 || v->refused)) v = v->next;
-      if (v) conn_evict(v, DV_EHTTP_HEAD_TIMEOUT);
+      while (v && (v == c || atomic_load(&v->busy) > 0 || v->refused)) v = v->next;
+      if (v) { /* the new one gets its place */
+        conn_evict(v, DV_EHTTP_HEAD_TIMEOUT);
+      } else { /* every other one is busy (feeds, requests): the new one is told to come back */
+        pthread_mutex_lock(&c->mu);
+        conn_refuse(c, DV_EOVERLOADED);
+        pthread_mutex_unlock(&c->mu);
+        dv_stat_inc(DV_ST_S_503);
+      }
     }
     pthread_mutex_unlock(&s->cmu);
   } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -742,7 +751,28 @@ struct hctx {
   int defer_susp;   /* suspended waiting for it (under srv->mu) */
   void (*then)(hreq *r); /* hres_defer_then: builds the answer once it came */
   size_t body_cap;  /* bytes allocated for r.body (its NUL included) */
+  size_t charged;   /* what it holds of srv->body_cost */
+  int overloaded;   /* admit refused its body: 503 at the end */
 };
+
+/* The body budget ([divan] memory_limit's share for requests): charge x for
+ * a body of `bytes`, as HTTP_BODY_COST × bytes. A body is refused (0) when
+ * others are in flight and it would take the total past the budget; alone
+ * it always passes (max_http_request_size bounds it), so one big request
+ * never waits for nothing. */
+static int admit(hsrv *s, struct hctx *x, size_t bytes) {
+  if (!s->o.body_budget) return 1;
+  size_t want = bytes * HTTP_BODY_COST;
+  if (want <= x->charged) return 1;
+  size_t add = want - x->charged;
+  size_t before = atomic_fetch_add(&s->body_cost, add);
+  if (before > x->charged && before + add > s->o.body_budget) {
+    atomic_fetch_sub(&s->body_cost, add);
+    return 0;
+  }
+  x->charged = want;
+  return 1;
+}
 
 void hres_defer(hreq *r) { ((struct hctx *)r)->deferred = 1; }
 
@@ -1055,6 +1085,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       hres_err(r, DV_EBODY_TOO_LARGE);
       return answer_now(x);
     }
+    if (cl && !admit(s, x, (size_t)strtoull(cl, NULL, 10))) { /* refused before a byte is read */
+      hres_err(r, DV_EOVERLOADED);
+      return answer_now(x);
+    }
     if (ex && strcasecmp(ex, "100-continue")) {
       hres_err(r, DV_EEXPECTATION);
       return answer_now(x);
@@ -1066,9 +1100,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (x->sink) {
       if (!x->answered && !x->sink_err && x->sink->write(x->sink_arg, r, (const uint8_t *)upload, *upload_size))
         x->sink_err = 1;
-    } else if (!x->answered && !x->too_large) {
+    } else if (!x->answered && !x->too_large && !x->overloaded) {
       if (r->body_len + *upload_size > s->o.max_body) {
         x->too_large = 1;
+      } else if (!admit(s, x, r->body_len + *upload_size)) { /* a chunked body grew past the budget */
+        x->overloaded = 1;
       } else {
         size_t need = r->body_len + *upload_size + 1;
         if (need > x->body_cap) { /* the declared length at once, else doubling: no copy per piece */
@@ -1097,8 +1133,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!x->sink_err) x->sink->finish(x->sink_arg, r);
     return x->deferred ? defer_step(x) : answer_now(x);
   }
-  if (x->too_large) {
-    hres_err(r, DV_EBODY_TOO_LARGE);
+  if (x->too_large || x->overloaded) {
+    hres_err(r, x->too_large ? DV_EBODY_TOO_LARGE : DV_EOVERLOADED);
     return answer_now(x);
   }
   if (!r->status && !cors_preflight(r)) run_route(r);
@@ -1125,6 +1161,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
   buf_free(&r->out);
   dv_free(r->body);
   arena_free(&r->a);
+  if (x->charged) atomic_fetch_sub(&((hsrv *)cls)->body_cost, x->charged);
   dv_free(x);
   *ctx = NULL;
 }

@@ -81,10 +81,10 @@ typedef struct kv_watch kv_watch; /* a registered watch */
 /* ---- opening ---------------------------------------------------------- */
 
 typedef struct kv_rocks_opts {
-  size_t memory_mb;        /* the engine's memory budget ([divan] memory_limit); 0 = KV_ROCKS_MEMORY_MB.
-                              Its shares (rocks.c "memory"): a quarter block cache, two memtables
-                              of an eighth each, an eighth conflict history, a sixteenth a group
-                              commit's batch; the rest is the process's own */
+  size_t memory_mb;        /* the memory the engine may plan with ([divan] memory_limit less the
+                              process's own start; main.c); 0 = KV_ROCKS_MEMORY_MB. Its shares
+                              (rocks.c): an eighth block cache, two memtables of a sixteenth each,
+                              a sixteenth the conflict history, a 32nd a group commit's batch */
   size_t block_cache_mb;   /* overrides the block cache's share; 0 = from memory_mb */
   size_t memtable_mb;      /* overrides one memtable's share; 0 = from memory_mb */
   int no_sync;             /* 1: skip fsync of the WAL (tests of speed only) */
@@ -109,8 +109,8 @@ typedef struct kv_rocks_opts {
  * compaction: the larger of 2 memtables + 64 MB (192 MB) and 5 % of the
  * filesystem, at most KV_ROCKS_RESERVE_MAX_MB and half the filesystem. */
 #define KV_ROCKS_RESERVE_MAX_MB 1024
-#define KV_ROCKS_MEMORY_MB 128   /* the default memory budget */
-#define KV_ROCKS_MEMORY_MIN_MB 16 /* the least that runs (shares of 4, 2, 2, 1 MB) */
+#define KV_ROCKS_MEMORY_MB 128   /* the default [divan] memory_limit */
+#define KV_ROCKS_MEMORY_MIN_MB 16 /* the least the engine plans with (shares of 2, 1, 1, 0.5 MB) */
 
 /* Open (creating if asked) the embedded store in directory `path`. Only one
  * process may hold a directory: a second gets DV_ELOCKED. Options may be

@@ -1981,11 +1981,14 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   rocksdb_options_set_create_if_missing(d->opts, o->create_if_missing);
   rocksdb_options_increase_parallelism(d->opts, 2);
   rocksdb_options_set_max_background_jobs(d->opts, 2);
-  /* The memory budget's shares (kv.h kv_rocks_opts): a quarter block
-   * cache, two memtables of an eighth each, an eighth the conflict
-   * history, a sixteenth a group commit's batch. At 128 MiB: 32, 2 × 16,
-   * 16 and 8 MiB; the rest (48) is the process's own (requests, JSON,
-   * JavaScript contexts, index and filter blocks, the allocator's slack). */
+  /* The memory budget's shares (kv.h kv_rocks_opts): an eighth block
+   * cache, two memtables of a sixteenth each, a sixteenth the conflict
+   * history, a 32nd a group commit's batch (its overlay and WriteBatch are
+   * two more copies). With the default memory_limit (128 MiB, ~97 of it
+   * left after the process's start): 12, 2 × 6, 6 and 3 MiB. The rest is
+   * the requests' (a quarter, http.h body_budget) and the process's own
+   * (JSON, JavaScript contexts, index and filter blocks, compactions, the
+   * allocator's slack). */
   size_t mem_mb = o->memory_mb ? o->memory_mb : KV_ROCKS_MEMORY_MB;
   if (mem_mb < KV_ROCKS_MEMORY_MIN_MB) mem_mb = KV_ROCKS_MEMORY_MIN_MB;
   size_t memtable_mb = o->memtable_mb ? o->memtable_mb : mem_mb / 16;

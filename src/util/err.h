@@ -37,6 +37,7 @@
   X(EOF_,         -3008, 400, "bad_request", "Unexpected end of input.", 0)   \
   X(NOTSUP,       -3009, 501, "not_implemented", "Not implemented.", 0)       \
   X(NOSPC,        -3010, 507, "insufficient_storage", "Insufficient storage: the data directory's filesystem is full.", 0) \
+  X(OVERLOADED,   -3011, 503, "service_unavailable", "The server is at its limit ([divan] memory_limit or [chttpd] max_connections); retry after a moment.", 0) \
   /* HTTP request framing (http/hwire.h) */                                    \
   X(HTTP_FOLD,    -3301, 400, "bad_request", "Obsolete line folding in a request header is not accepted.", 0) \
   X(HTTP_HEADER,  -3302, 400, "bad_request", "Malformed request header.", 0)  \

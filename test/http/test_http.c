@@ -40,6 +40,7 @@ TEST(http_conformance) { suite("test/node/http/conformance.test.js"); }
 TEST(http_hostile) { suite("test/node/http/hostile.test.js"); }
 TEST(http_slowloris) { suite("test/node/http/slowloris.test.js"); }
 TEST(http_idlefeeds) { suite("test/node/http/idlefeeds.test.js"); }
+TEST(http_memory) { suite("test/node/http/memory.test.js"); }
 TEST(http_diskfull) { suite("test/node/http/diskfull.test.js"); }
 TEST(http_mango) { suite("test/node/http/mango.test.js"); }
 TEST(http_render) { suite("test/node/http/render.test.js"); }
