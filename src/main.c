@@ -731,7 +731,21 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   log_info("divan %s has started on http://%s%s%s:%d/", DIVAN_VERSION, v6 ? "[" : "", o.bind, v6 ? "]" : "",
            http_port(h));
   int sig = 0;
-  while (!sigwait(&stop, &sig) && sig == SIGHUP) { /* logrotate moved the file: a new one, [log] read again */
+  for (;;) {
+    /* every second: give the heap's free pages back (malloc_tune: the one
+     * heap keeps what a burst freed — 10,000 feeds streaming left 130 MB
+     * free in it — and trimming returns only its top on its own) */
+    struct timespec sec = {1, 0};
+    sig = sigtimedwait(&stop, NULL, &sec);
+    if (sig < 0) {
+      if (errno == EAGAIN || errno == EINTR) {
+        malloc_trim(0);
+        continue;
+      }
+      break;
+    }
+    if (sig != SIGHUP) break;
+    /* logrotate moved the file: a new one, [log] read again */
     if (log_config_apply(cfg, NULL, why, sizeof why)) log_error("SIGHUP: %s; the log is unchanged", why);
     else log_info("SIGHUP: the log is open again");
   }

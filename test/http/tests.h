@@ -28,7 +28,7 @@
   X(http_conformance, 120)     \
   X(http_hostile, 120)         \
   X(http_slowloris, 120)       \
-  X(http_idlefeeds, 180)       \
+  X(http_idlefeeds, 300)       \
   X(http_memory, 180)          \
   X(http_diskfull, 240)        \
   X(http_auth, 120)            \
