@@ -7,6 +7,9 @@
 #   make CC=clang              build with clang (gcc is the default)
 #   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, filterbench.js, viewbench.js, vdubench.js, att1g.js)
 #   make bench-att1g           only the 1 GiB attachment proof (slow; not in make test)
+#   make soak                  10 min of mixed HTTP load, divan killed -9 ≥ 50 times, then a
+#                              client-side ledger and `divan check` (not in make test; its
+#                              2-minute version is: soak_short). SOAK_SECONDS, SOAK_KILLS, SOAK_SEED
 #   make fuzz FUZZ_SECONDS=600 run each libFuzzer target that long
 #   make install               divan, divan.service, /etc/divan/local.ini (PREFIX=/usr/local, DESTDIR)
 #   make uninstall             take them away again (config and data stay)
@@ -139,6 +142,13 @@ bench: divan $(BENCHES)
 	@echo "== http views: divan vs pouchdb-server (bench/http/viewbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/viewbench.js
 	@echo "== http validate_doc_update: PUT docs/s with one validator vs none (bench/http/vdubench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/vdubench.js
 	@$(MAKE) --no-print-directory bench-att1g
+
+# The kill -9 soak (test/node/soak/soak.js); SOAK_SEED=N replays a run's plan.
+SOAK_SECONDS ?= 600
+SOAK_KILLS   ?= 50
+.PHONY: soak
+soak: divan
+	@SOAK_SECONDS=$(SOAK_SECONDS) SOAK_KILLS=$(SOAK_KILLS) DV_BUILD=$(BUILD) DIVAN_BIN=$(CURDIR)/$(BUILD)/divan node test/node/soak/soak.js
 
 .PHONY: bench-att1g
 bench-att1g: divan

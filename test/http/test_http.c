@@ -61,6 +61,15 @@ TEST(http_fauxton) {
 }
 TEST(http_stats) { suite("test/node/http/stats.test.js"); }
 TEST(http_check) { suite("test/node/http/check.test.js"); }
+/* make soak's short version: 120 s of mixed load, 10 kills -9, the ledger's
+ * checks and divan check (test/node/soak/soak.js prints its seed and counts). */
+TEST(soak_short) {
+  const char *bin = getenv("DIVAN_BIN"), *build = getenv("DV_BUILD");
+  ASSERT(bin != NULL); /* make test sets it */
+  int rc = test_sh("TEST_TMPDIR='%s' DIVAN_BIN='%s' DV_BUILD='%s' SOAK_SECONDS=120 SOAK_KILLS=10 node test/node/soak/soak.js 2>&1",
+                   test_tmpdir(), bin, build ? build : "");
+  ASSERT_EQ(rc, 0);
+}
 TEST(fdb_http_stats) { suite_fdb("test/node/http/stats.test.js"); }
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }

@@ -43,6 +43,7 @@
   X(http_fauxton, 180)         \
   X(http_stats, 120)           \
   X(http_check, 60)            \
+  X(soak_short, 900)           \
   X(client_nano, 180)          \
   X(client_pouchdb, 300)       \
   X(client_pouchdb_auth, 180)  \
