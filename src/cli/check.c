@@ -1,9 +1,13 @@
-/* check.c — `divan check` (see check.h): open the store read-only, run
- * icheck_run, print each finding and the summary. */
+/* check.c — `divan check` (see check.h): open the store read-only, start
+ * the query servers (the view indexes are compared with a rebuild that
+ * maps the documents again, as `divan serve` starts them: the embedded
+ * JavaScript engine at its defaults), run icheck_run, print each finding
+ * and the summary. */
 #include <string.h>
 
 #include "cli/check.h"
 #include "index/icheck.h"
+#include "index/qs.h"
 #include "kv/kv.h"
 
 static void put_str(FILE *out, const char *s, size_t n) {
@@ -73,8 +77,16 @@ int cli_check_run(const cli_check_opts *o) {
     kv_close(kv);
     return 2;
   }
+  rc = qs_start(NULL);
+  if (rc) {
+    fprintf(stderr, "divan check: cannot start the query servers: %s\n", dv_strerror(rc));
+    store_close(s);
+    kv_close(kv);
+    return 2;
+  }
   store_check_out out = {.cb = print_cb, .arg = stdout};
   rc = icheck_run(s, o->db, &out);
+  qs_stop();
   store_close(s);
   kv_close(kv);
   if (rc == DV_ENO_DB) {

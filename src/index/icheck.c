@@ -4,6 +4,7 @@
 
 #include "index/icheck.h"
 #include "index/mindex.h"
+#include "index/view.h"
 #include "util/alloc.h"
 
 static int useq(store_db *db, store_seq *out) {
@@ -69,6 +70,55 @@ int icheck_indexes(store *s, const char *name, store_check_out *out) {
   return rc;
 }
 
+/* The view indexes of a database's design documents, one per signature. */
+struct vlist {
+  dv_arena *a;
+  vw_index **v;
+  size_t n, cap;
+};
+
+static int ddoc_cb(void *arg, const store_doc_row *row) {
+  struct vlist *l = arg;
+  vw_index *ix;
+  if (!row->doc) return 0;
+  int rc = vw_from_ddoc(l->a, row->doc, &ix);
+  if (rc == DV_ENOT_FOUND || (!rc && !strcmp(ix->lang, "query"))) return 0; /* no views; Mango's are mi_check's */
+  if (rc) return rc == DV_ENOMEM ? rc : 0; /* a design document the builder cannot read either */
+  for (size_t i = 0; i < l->n; i++)
+    if (!memcmp(l->v[i]->sig, ix->sig, VW_SIG_LEN)) return 0;
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? 2 * l->cap : 8;
+    vw_index **nv = arena_alloc(l->a, nc * sizeof *nv);
+    if (!nv) return DV_ENOMEM;
+    if (l->n) memcpy(nv, l->v, l->n * sizeof *nv);
+    l->v = nv;
+    l->cap = nc;
+  }
+  l->v[l->n++] = ix;
+  return 0;
+}
+
+int icheck_views(store *s, const char *name, store_check_out *out) {
+  store_db *db;
+  int rc = store_db_open(s, name, &db);
+  if (rc) return rc == DV_ENO_DB ? 0 : rc;
+  dv_arena a;
+  arena_init(&a, 0);
+  struct vlist l = {.a = &a};
+  store_range r;
+  store_range_init(&r);
+  rc = store_all_docs(db, STORE_DESIGN, &r, 1, 0, ddoc_cb, &l);
+  for (size_t i = 0; !rc && i < l.n; i++) {
+    int64_t rows = 0;
+    rc = vw_check(db, l.v[i], out, &rows);
+    out->counts.index_rows += rows;
+  }
+  if (rc == DV_ENO_DB) rc = 0; /* deleted since: store_check_db said so */
+  arena_free(&a);
+  store_db_close(db);
+  return rc;
+}
+
 struct names {
   char **v;
   size_t n, cap;
@@ -94,6 +144,7 @@ static int name_cb(void *arg, const char *name, size_t len) {
 static int check_one(store *s, const char *name, store_check_out *out) {
   int rc = store_check_db(s, name, out);
   if (!rc) rc = icheck_indexes(s, name, out);
+  if (!rc) rc = icheck_views(s, name, out);
   return rc;
 }
 

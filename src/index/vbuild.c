@@ -230,13 +230,6 @@ static int map_doc(vw_session *ss, const json_val *doc, dv_arena *a, json_val **
 
 /* ---- one document's rows ---------------------------------------------------------- */
 
-/* A row being written: its key suffix in the slot (EK, DocID, N) and value. */
-typedef struct nrow {
-  size_t slot;
-  dv_buf suffix;
-  dv_buf val; /* (KeyJSON, ValueJSON) */
-} nrow;
-
 static int suffix_of(dv_buf *b, const uint8_t *ek, size_t ek_len, const char *id, size_t id_len, int64_t n) {
   tup_w w;
   tup_w_init(&w, b);
@@ -244,6 +237,94 @@ static int suffix_of(dv_buf *b, const uint8_t *ek, size_t ek_len, const char *id
   tup_str(&w, id, id_len);
   tup_int(&w, n);
   return tup_w_finish(&w) ? DV_ENOMEM : 0;
+}
+
+void vw_rows_free(vw_rows *r) {
+  for (size_t j = 0; j < r->n; j++) {
+    buf_free(&r->r[j].suffix);
+    buf_free(&r->r[j].val);
+  }
+  dv_free(r->r);
+  memset(r, 0, sizeof *r);
+}
+
+/* The rows of a map answer (NULL: none), appended to out. */
+static int rows_of(const vw_index *ix, const size_t *rows_prefix_len, const char *id, size_t id_len,
+                   const json_val *mapped, vw_rows *out) {
+  dv_buf tmp;
+  buf_init(&tmp);
+  int rc = 0;
+  for (size_t s = 0; !rc && mapped && s < ix->n_slots && s < mapped->len; s++) {
+    const json_val *em = mapped->u.items[s];
+    if (!em || em->type != JSON_ARRAY) continue;
+    for (size_t i = 0; !rc && i < em->len; i++) {
+      const json_val *kv = em->u.items[i];
+      const json_val *key = json_arr_get(kv, 0), *val = json_arr_get(kv, 1);
+      if (!key) continue;
+      if (out->n == out->cap) {
+        size_t cap = out->cap ? 2 * out->cap : 8;
+        vw_nrow *nrw = dv_realloc(out->r, cap * sizeof *nrw);
+        if (!nrw) {
+          rc = DV_ENOMEM;
+          break;
+        }
+        out->r = nrw;
+        out->cap = cap;
+      }
+      vw_nrow *r = &out->r[out->n];
+      r->slot = s;
+      buf_init(&r->suffix);
+      buf_init(&r->val);
+      out->n++;
+      buf_reset(&tmp);
+      rc = ix->slots[s].raw ? collate_raw_key(&tmp, key) : collate_key(&tmp, key);
+      if (!rc) rc = suffix_of(&r->suffix, tmp.p, tmp.len, id, id_len, (int64_t)i);
+      if (!rc) {
+        dv_buf kj, vj;
+        buf_init(&kj);
+        buf_init(&vj);
+        rc = json_write(&kj, key) || (val ? json_write(&vj, val) : (buf_append(&vj, "null", 4), 0)) || buf_error(&vj)
+                 ? DV_ENOMEM
+                 : 0;
+        tup_w w;
+        tup_w_init(&w, &r->val);
+        tup_str(&w, (char *)kj.p, kj.len);
+        tup_str(&w, (char *)vj.p, vj.len);
+        if (!rc && tup_w_finish(&w)) rc = DV_ENOMEM;
+        buf_free(&kj);
+        buf_free(&vj);
+      }
+      if (!rc && (rows_prefix_len[s] + r->suffix.len > KV_MAX_KEY || r->val.len > KV_MAX_VALUE)) {
+        /* a row past the kv limits is left out (the write that made the
+         * document succeeded; CouchDB's limits are per engine too) */
+        out->skipped++;
+        buf_free(&r->suffix);
+        buf_free(&r->val);
+        out->n--;
+      }
+    }
+  }
+  buf_free(&tmp);
+  return rc;
+}
+
+static int is_design(const char *id, size_t n) { return n >= 8 && !memcmp(id, "_design/", 8); }
+
+int vw_doc_rows(store_tx *t, const vw_index *ix, vw_session *ss, const size_t *rows_prefix_len, const char *id,
+                size_t id_len, dv_arena *a, vw_rows *out) {
+  json_val *doc = NULL, *mapped = NULL;
+  int rc = 0;
+  if (!is_design(id, id_len) || ix->include_design) {
+    rc = store_tx_doc(t, id, id_len, STORE_CONFLICTS | STORE_DELETED_CONFLICTS | (ix->local_seq ? STORE_LOCAL_SEQ : 0),
+                      a, &doc);
+    if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) {
+      rc = 0;
+      doc = NULL;
+    }
+  }
+  if (!rc && doc) rc = map_doc(ss, doc, a, &mapped);
+  if (!rc) rc = rows_of(ix, rows_prefix_len, id, id_len, mapped, out);
+  return rc;
 }
 
 /* Note a changed row key of a slot for the tree. */
@@ -263,16 +344,15 @@ static int note(vw_step_ctx *c, size_t slot, const uint8_t *s, size_t len) {
   return 0;
 }
 
-/* The back-index range of a document: (I,"v",Sig,"b",DocID) prefix. */
-static int back_prefix(store_tx *t, const uint8_t *sig, const char *id, size_t n, dv_buf *b) {
+int vw_back_prefix(store_tx *t, const uint8_t *sig, const char *id, size_t n, dv_buf *b) {
   tup_w w;
   vw_key(t, b, &w, sig, "b");
   tup_str(&w, id, n);
   return tup_w_finish(&w) ? DV_ENOMEM : 0;
 }
 
-/* Replace a document's rows with those of its map answer (NULL: none). */
-static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, const json_val *mapped, dv_arena *a) {
+/* Replace a document's rows with `rows` (what vw_doc_rows gave). */
+static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, const vw_rows *nr) {
   const vw_index *ix = c->ix;
   kv_txn *txn = store_tx_kv(t);
   dv_buf bp, be, k, tmp;
@@ -280,60 +360,9 @@ static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, 
   buf_init(&be);
   buf_init(&k);
   buf_init(&tmp);
-  int rc = back_prefix(t, ix->sig, id, id_len, &bp);
+  int rc = vw_back_prefix(t, ix->sig, id, id_len, &bp);
   if (!rc) rc = tup_range(bp.p, bp.len, &tmp, &be) ? DV_ENOMEM : 0;
-  /* the new rows, as (slot, suffix) → value */
-  nrow *rows = NULL;
-  size_t nr = 0, cap = 0;
-  for (size_t s = 0; !rc && mapped && s < ix->n_slots && s < mapped->len; s++) {
-    const json_val *em = mapped->u.items[s];
-    if (!em || em->type != JSON_ARRAY) continue;
-    for (size_t i = 0; !rc && i < em->len; i++) {
-      const json_val *kv = em->u.items[i];
-      const json_val *key = json_arr_get(kv, 0), *val = json_arr_get(kv, 1);
-      if (!key) continue;
-      if (nr == cap) {
-        cap = cap ? 2 * cap : 8;
-        nrow *nrw = dv_realloc(rows, cap * sizeof *nrw);
-        if (!nrw) {
-          rc = DV_ENOMEM;
-          break;
-        }
-        rows = nrw;
-      }
-      nrow *r = &rows[nr];
-      r->slot = s;
-      buf_init(&r->suffix);
-      buf_init(&r->val);
-      nr++;
-      buf_reset(&tmp);
-      rc = ix->slots[s].raw ? collate_raw_key(&tmp, key) : collate_key(&tmp, key);
-      if (!rc) rc = suffix_of(&r->suffix, tmp.p, tmp.len, id, id_len, (int64_t)i);
-      if (!rc) {
-        dv_buf kj, vj;
-        buf_init(&kj);
-        buf_init(&vj);
-        rc = json_write(&kj, key) || (val ? json_write(&vj, val) : (buf_append(&vj, "null", 4), 0)) || buf_error(&vj)
-                 ? DV_ENOMEM
-                 : 0;
-        tup_w w;
-        tup_w_init(&w, &r->val);
-        tup_str(&w, (char *)kj.p, kj.len);
-        tup_str(&w, (char *)vj.p, vj.len);
-        if (!rc && tup_w_finish(&w)) rc = DV_ENOMEM;
-        buf_free(&kj);
-        buf_free(&vj);
-      }
-      if (!rc && (c->rows_prefix_len[s] + r->suffix.len > KV_MAX_KEY || r->val.len > KV_MAX_VALUE)) {
-        /* a row past the kv limits is left out (the write that made the
-         * document succeeded; CouchDB's limits are per engine too) */
-        c->skipped++;
-        buf_free(&r->suffix);
-        buf_free(&r->val);
-        nr--;
-      }
-    }
-  }
+  const vw_nrow *rows = nr->r;
   /* the old rows, from the back-index: clear those not written again */
   kv_pair *old = NULL;
   int n_old = 0, more = 0;
@@ -350,7 +379,7 @@ static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, 
     const uint8_t *sfx = r.p;
     size_t sfx_len = (size_t)(r.end - r.p);
     int kept = 0;
-    for (size_t j = 0; j < nr && !kept; j++)
+    for (size_t j = 0; j < nr->n && !kept; j++)
       kept = rows[j].slot == (size_t)sl.i64 && rows[j].suffix.len == sfx_len && !memcmp(rows[j].suffix.p, sfx, sfx_len);
     if (kept) continue; /* rewritten below, noted there */
     buf_reset(&k);
@@ -360,8 +389,8 @@ static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, 
     if (!rc) rc = kv_clear(txn, old[i].key, old[i].key_len);
     if (!rc) rc = note(c, (size_t)sl.i64, sfx, sfx_len);
   }
-  for (size_t j = 0; !rc && j < nr; j++) {
-    nrow *r = &rows[j];
+  for (size_t j = 0; !rc && j < nr->n; j++) {
+    const vw_nrow *r = &rows[j];
     buf_reset(&k);
     buf_append(&k, c->rows_prefix[r->slot], c->rows_prefix_len[r->slot]);
     buf_append(&k, r->suffix.p, r->suffix.len);
@@ -380,37 +409,22 @@ static int put_rows(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len, 
     c->rows_written++;
     c->bytes += 2 * (c->rows_prefix_len[r->slot] + r->suffix.len) + r->val.len + 64; /* the row and its back row */
   }
-  for (size_t j = 0; j < nr; j++) {
-    buf_free(&rows[j].suffix);
-    buf_free(&rows[j].val);
-  }
-  dv_free(rows);
   buf_free(&bp);
   buf_free(&be);
   buf_free(&k);
   buf_free(&tmp);
-  (void)a;
   return rc;
 }
-
-static int is_design(const char *id, size_t n) { return n >= 8 && !memcmp(id, "_design/", 8); }
 
 /* Index one document as it is now in t: its winner mapped, or no rows. */
 static int index_doc(store_tx *t, vw_step_ctx *c, const char *id, size_t id_len) {
   dv_arena *a = &c->doc_arena;
   arena_reset(a);
-  json_val *doc = NULL, *mapped = NULL;
-  int rc = 0;
-  if (!is_design(id, id_len) || c->ix->include_design) {
-    rc = store_tx_doc(t, id, id_len, STORE_CONFLICTS | STORE_DELETED_CONFLICTS | (c->ix->local_seq ? STORE_LOCAL_SEQ : 0),
-                      a, &doc);
-    if (rc == DV_ENOT_FOUND || rc == DV_EDELETED) {
-      rc = 0;
-      doc = NULL;
-    }
-  }
-  if (!rc && doc) rc = map_doc(c->ss, doc, a, &mapped);
-  if (!rc) rc = put_rows(t, c, id, id_len, mapped, a);
+  vw_rows rows = {0};
+  int rc = vw_doc_rows(t, c->ix, c->ss, c->rows_prefix_len, id, id_len, a, &rows);
+  c->skipped += rows.skipped;
+  if (!rc) rc = put_rows(t, c, id, id_len, &rows);
+  vw_rows_free(&rows);
   c->docs++;
   return rc;
 }

@@ -56,6 +56,7 @@
 
 #include "index/vreduce.h"
 #include "json/json.h"
+#include "store/check.h"
 #include "store/store.h"
 #include "util/arena.h"
 #include "util/buf.h"
@@ -235,5 +236,20 @@ typedef int (*vw_red_fn)(void *arg, const vw_red_row *row);
  * failed, or a reduction that fails the query (CouchDB's invalid_value). */
 int vw_reduce_rows(store_db *db, const vw_index *ix, const vw_view *v, const vw_red_opts *o, vw_red_fn fn, void *arg,
                    dv_arena *a, vw_err *e) DV_MUST_CHECK;
+
+/* ---- checking ------------------------------------------------------------ */
+
+/* Hold ix's index in db against a rebuild from the documents (vcheck.c
+ * has the passes and why they stay exact beside writes): every document
+ * the index has reached mapped again in a query server session, its rows
+ * and back-index rows compared byte for byte; every row and back row
+ * decoded and paired; each slot's tree compared with a rebuild (vt_check).
+ * Each difference goes to out as a problem (db, document id, the view,
+ * what differs); what cannot be compared, as a note. Read-only, in bounded
+ * snapshot transactions. An index with no state row (never built) is not
+ * compared (0, nothing found). *rows (may be NULL) gets the rows seen. 0
+ * when the comparison ran (a function failing in the query server is a
+ * note), DV_ENOMEM, a kv error, or out's callback's nonzero result. */
+int vw_check(store_db *db, const vw_index *ix, store_check_out *out, int64_t *rows) DV_MUST_CHECK;
 
 #endif

@@ -49,6 +49,35 @@ void vw_cmd(json_w *w, dv_buf *line, const char *name);
 int vw_session_prompt(vw_session *ss, json_w *w, dv_buf *line) DV_MUST_CHECK;
 void vw_session_close(vw_session *ss);
 
+/* One document's rows as the builder writes them (vbuild.c): its winner
+ * as it is in t (a deletion, a design document unless include_design:
+ * none) mapped in ss, each emit a row of its slot — the key suffix (EK,
+ * DocID, N) after the slot's rows prefix and the value (KeyJSON,
+ * ValueJSON) — in emit order per slot; rows past the kv limits are
+ * counted in skipped and left out. The step writes exactly these; the
+ * checker (vcheck.c) compares the stored rows with them. */
+typedef struct vw_nrow {
+  size_t slot;
+  dv_buf suffix;          /* (EK, DocID, N) */
+  dv_buf val;             /* (KeyJSON, ValueJSON) */
+} vw_nrow;
+
+typedef struct vw_rows {
+  vw_nrow *r;
+  size_t n, cap;
+  int64_t skipped;        /* rows past the kv limits, left out */
+} vw_rows;
+
+/* rows_prefix_len[slot]: the slot's rows prefix length (for the limits).
+ * The document and the map answer go to a; rows are appended to out
+ * (free with vw_rows_free, on failure too). DV_EQS… as map_doc. */
+int vw_doc_rows(store_tx *t, const vw_index *ix, vw_session *ss, const size_t *rows_prefix_len, const char *id,
+                size_t id_len, dv_arena *a, vw_rows *out) DV_MUST_CHECK;
+void vw_rows_free(vw_rows *r);
+
+/* b = (I,"v",Sig,"b",DocID): a document's back-index rows start with it. */
+int vw_back_prefix(store_tx *t, const uint8_t *sig, const char *id, size_t n, dv_buf *b) DV_MUST_CHECK;
+
 /* Reductions for a slot's tree (vred.c): vt_ops over the rows' (KeyJSON,
  * ValueJSON), built-ins in C (vreduce.h), JavaScript in the session. A
  * state is a tag byte (0 ok, 1 error) and the reduce's own bytes (for an
