@@ -97,6 +97,7 @@ typedef struct vc {
   int64_t docs, rows, skipped;   /* A: documents compared; B: rows seen; A: past the state */
   int64_t *slot_rows;        /* B: rows per slot */
   int gone;                  /* the index was dropped during the check */
+  const char **slot_names;   /* per slot, for messages (in held_a) */
 } vc;
 
 static int64_t now_ms(void) {
@@ -105,11 +106,23 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The views of a slot, for messages: "_design/x/v" (the first of them). */
-static const char *slot_view(const vc *c, size_t slot) {
-  for (size_t i = 0; i < c->ix->n_views; i++)
-    if (c->ix->views[i].slot == slot) return c->ix->views[i].name;
-  return "?";
+/* The views of a slot, for messages: "v" or "count,stats,sum" (views
+ * that share a map share its rows and its tree). */
+static const char *slot_view(const vc *c, size_t slot) { return c->slot_names[slot]; }
+
+static int slot_names(vc *c) {
+  c->slot_names = arena_alloc(&c->held_a, (c->ix->n_slots ? c->ix->n_slots : 1) * sizeof *c->slot_names);
+  if (!c->slot_names) return DV_ENOMEM;
+  for (size_t s = 0; s < c->ix->n_slots; s++) {
+    dv_buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < c->ix->n_views; i++)
+      if (c->ix->views[i].slot == s) buf_printf(&b, "%s%s", b.len ? "," : "", c->ix->views[i].name);
+    c->slot_names[s] = buf_error(&b) ? NULL : arena_strndup(&c->held_a, b.len ? (const char *)b.p : "?", b.len ? b.len : 1);
+    buf_free(&b);
+    if (!c->slot_names[s]) return DV_ENOMEM;
+  }
+  return 0;
 }
 
 /* Record a finding of this step (printf-formatted what). */
@@ -719,7 +732,7 @@ int vw_check(store_db *db, const vw_index *ix, store_check_out *out, int64_t *ro
   c.slot_rows = dv_calloc(ix->n_slots ? ix->n_slots : 1, sizeof *c.slot_rows);
   int64_t p0 = 0, p1 = 0;
   vw_info in;
-  int rc = c.slot_rows ? 0 : DV_ENOMEM;
+  int rc = c.slot_rows ? slot_names(&c) : DV_ENOMEM;
   if (!rc) rc = store_db_get_purge_seq(db, &p0);
   if (!rc) rc = vw_info_get(db, ix, &in);
   if (!rc && !in.built) goto done;

@@ -14,6 +14,12 @@
   X(check_mango_index, 30) \
   X(check_cli, 60) \
   X(check_break_counter, 30) \
+  X(check_views_clean, 30) \
+  X(check_view_row_deleted, 30) \
+  X(check_view_row_value, 30) \
+  X(check_view_stale_row, 30) \
+  X(check_view_tree, 30) \
+  X(check_view_cli, 60) \
   X(mango_match_table, 10) \
   X(mango_parse_errors, 10) \
   X(mango_collation, 10) \
