@@ -122,6 +122,17 @@ $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/% src/api/% src/auth/% src/repl/% $(FUZZ_NOLINK),$(LIB_SRC)) src/store/body.c src/store/name.c src/repl/spec.c src/http/url.c src/auth/crypto.c src/auth/authparse.c src/http/hparse.c src/http/hwire.c -lcrypto -lz -lm $$(pkg-config --libs icu-i18n icu-uc)
 
+# fuzz_check runs the store's checker over a real store, so it links kv/
+# and store/ (RocksDB in a temporary directory), and kv/'s C++ file built
+# by clang++ beside it.
+FUZZ_CHECK_SRC = $(filter-out src/cli/% src/http/% src/api/% src/auth/% src/repl/% src/index/%,$(LIB_SRC))
+$(FUZZ_DIR)/rocks_reclaim.o: src/kv/rocks_reclaim.cc | $(DEPS_OK)
+	@mkdir -p $(@D)
+	clang++ -std=c++17 -O1 -g -Isrc -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=vptr -c $< -o $@
+$(FUZZ_DIR)/fuzz_check: test/fuzz/fuzz_check.c $(FUZZ_CHECK_SRC) $(FUZZ_DIR)/rocks_reclaim.o $(wildcard src/*/*.h) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CHECK_SRC) $(FUZZ_DIR)/rocks_reclaim.o -lrocksdb -lstdc++ -lpthread -ldl -lcrypto -lz -lm $$(pkg-config --libs icu-i18n icu-uc)
+
 fuzzers: $(FUZZERS)
 
 fuzz: $(FUZZERS)

@@ -190,9 +190,8 @@ static int gwalk_step(ck *c, void *arg) {
       buf_init(&b);
       buf_init(&e);
       buf_append(&b, p[i].key, gl);
-      buf_append(&e, p[i].key, gl);
-      buf_putc(&e, 0xff);
-      rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM
+      rc = tup_strinc(&e, p[i].key, gl);
+      rc = rc || buf_error(&b) || buf_error(&e) ? DV_ENOMEM
                                           : kv_get_range(c->txn, b.p, b.len, e.p, e.len, 0, KV_SNAPSHOT, &gp, &gn, &more);
       buf_free(&b);
       buf_free(&e);
@@ -202,9 +201,13 @@ static int gwalk_step(ck *c, void *arg) {
     rc = g->fn(c, gp, gn, whole ? gl : 0);
     if (rc) return rc;
     took++;
-    buf_reset(&g->next); /* past the group: its prefix + 0xff, or the lone key + 0x00 */
-    buf_append(&g->next, gp[0].key, gl);
-    buf_putc(&g->next, whole ? 0xff : 0x00);
+    buf_reset(&g->next); /* past the group: every key with its prefix (not prefix + 0xff: a
+                          * corrupt key may go on with 0xff bytes), or the lone key + 0x00 */
+    if (whole && tup_strinc(&g->next, gp[0].key, gl)) return DV_ENOMEM;
+    if (!whole) {
+      buf_append(&g->next, gp[0].key, gl);
+      buf_putc(&g->next, 0x00);
+    }
     i = j;
     if (j == n && !g->done) break;
     if (now_ms() - c->t0_ms > CK_TXN_MS) { g->done = i >= n && !more; break; }
@@ -263,9 +266,8 @@ static int swalk_step(ck *c, void *arg) {
     size_t gl = elems_end(p[0].key, p[0].key_len, g->base, g->n_elems);
     if ((rc = g->fn(c, &p[0], gl))) return rc;
     buf_reset(&g->next);
-    if (gl) {
-      buf_append(&g->next, p[0].key, gl);
-      buf_putc(&g->next, 0xff);
+    if (gl) { /* every key with the group's prefix (see gwalk_step) */
+      if (tup_strinc(&g->next, p[0].key, gl)) return DV_ENOMEM;
     } else {
       buf_append(&g->next, p[0].key, p[0].key_len);
       buf_putc(&g->next, 0x00);

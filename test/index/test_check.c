@@ -594,3 +594,6 @@ TEST(check_break_counter) {
   break_counter(f.t->kv, f.t->s, "db2");
   done(&f);
 }
+
+/* The checker over a store whose KVs libFuzzer mutates (test/fuzz/fuzz_check.c). */
+TEST(check_fuzz_smoke) { test_fuzz_smoke("fuzz_check"); }

@@ -20,6 +20,7 @@
   X(check_view_stale_row, 30) \
   X(check_view_tree, 30) \
   X(check_view_cli, 60) \
+  X(check_fuzz_smoke, 120) \
   X(mango_match_table, 10) \
   X(mango_parse_errors, 10) \
   X(mango_collation, 10) \

@@ -4,6 +4,8 @@
 // allowed, never a problem) while writers run beside it; ?db= checks one
 // database; a broken counter (written with the server stopped, through
 // kv.h, by the C test check_break_counter) is reported after a restart.
+// A view index (map, _sum, a JavaScript reduce) built while the writers
+// run is compared with a rebuild by every check and never differs.
 'use strict';
 const { test, run, req, eq, ok, isErr } = require('../lib/t');
 const path = require('path');
@@ -66,10 +68,15 @@ test('clean while writers run', async () => {
       writes++;
     }
   };
+  eq((await req('PUT', U + '/c2/_design/v', { views: {
+    n: { map: 'function(doc){ if (doc.n !== undefined) emit(doc.n, 1); }', reduce: '_sum' },
+    js: { map: 'function(doc){ emit(doc._id, doc.n || 0); }', reduce: 'function(k, v, re){ return sum(v); }' } } })).status, 201);
+  eq((await req('GET', U + '/c2/_design/v/_view/n')).status, 200);
   const ws = [writer(0), writer(1), writer(2)];
   let notes = 0;
   let checks = 0;
   for (const t0 = Date.now(); (checks < 3 || writes < 60) && Date.now() - t0 < 20000; checks++) {
+    eq((await req('GET', U + '/c2/_design/v/_view/' + (checks % 2 ? 'n' : 'js'))).status, 200);
     const r = await req('GET', U + '/_node/_local/_check');
     eq(r.status, 200);
     eq(r.json.problems, [], JSON.stringify(r.json.problems));
@@ -79,9 +86,12 @@ test('clean while writers run', async () => {
   stop = true;
   await Promise.all(ws);
   ok(writes >= 60 && checks >= 3, `writes ${writes}, checks ${checks}`);
+  eq((await req('GET', U + '/c2/_design/v/_view/js')).status, 200);
   const r = await req('GET', U + '/_node/_local/_check?db=c2');
-  eq(r.json.ok, true);
+  eq(r.json.ok, true, JSON.stringify(r.json.problems));
   eq(r.json.notes, []); // quiet now: the counters are compared
+  const all = await req('GET', U + '/c2/_all_docs');
+  ok(r.json.checked.index_rows >= 2 * (all.json.total_rows - 1), `index_rows ${r.json.checked.index_rows}`);
 });
 
 test('a broken counter is reported', async () => {
