@@ -21,6 +21,7 @@
   X(check_view_tree, 30) \
   X(check_view_cli, 60) \
   X(check_fuzz_smoke, 120) \
+  X(check_key_past_group, 30) \
   X(mango_match_table, 10) \
   X(mango_parse_errors, 10) \
   X(mango_collation, 10) \
