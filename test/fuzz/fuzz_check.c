@@ -24,6 +24,8 @@
  * Build: make fuzzers (its own rule: it links kv/ and store/).
  * Seeds: test/fuzz/seeds/fuzz_check.
  */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +62,22 @@ static struct {
   size_t n_mut;
   uint8_t root[64]; /* ("divan",) */
   size_t root_len;
+  char dir[64];     /* the store's temporary directory */
 } G;
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb;
+  (void)flag;
+  (void)f;
+  return remove(path);
+}
+
+/* At exit (libFuzzer ends with exit()): the store's directory removed.
+ * The store is left open: RocksDB's own static objects may already be
+ * gone by then, and closing it from an atexit handler crashes. */
+static void cleanup(void) {
+  if (G.dir[0]) nftw(G.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static void edit(store_db *db, dv_arena *a, const char *json, int new_edits) {
   json_val *doc;
@@ -73,9 +90,11 @@ static void edit(store_db *db, dv_arena *a, const char *json, int new_edits) {
 }
 
 static void build(void) {
-  char tmpl[] = "/tmp/fuzz_check.XXXXXX";
-  const char *dir = mkdtemp(tmpl);
+  const char *tmp = getenv("TMPDIR");
+  snprintf(G.dir, sizeof G.dir, "%s/fuzz_check.XXXXXX", tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+  const char *dir = mkdtemp(G.dir);
   CHECK(dir);
+  atexit(cleanup);
   kv_rocks_opts ko = {.create_if_missing = 1, .no_sync = 1, .memory_mb = 16, .reserve_mb = -1};
   CHECK(kv_open_rocks(dir, &ko, &G.kv) == 0);
   CHECK(store_open(G.kv, NULL, &G.s) == 0);
