@@ -115,7 +115,8 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libdivan.a
 # sources compiled in (no separate archive, so coverage reaches them).
 # index/ files that run queries or keep indexes need the store: fuzzers
 # link the parsers only (mqparse.c, mqidx.c), never these
-FUZZ_NOLINK = src/index/mindex.c src/index/mquery.c src/index/qs.c src/index/jsddoc.c src/index/vtree.c src/index/vbuild.c src/index/vred.c src/index/vread.c
+FUZZ_NOLINK = src/index/mindex.c src/index/mquery.c src/index/qs.c src/index/jsddoc.c src/index/vtree.c src/index/vbuild.c src/index/vred.c src/index/vread.c \
+              src/index/vcheck.c src/index/icheck.c
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
