@@ -564,12 +564,15 @@ static void crash_handlers(void) {
 
 /* The allocator, for a server that must stay within [divan] memory_limit.
  *
- * One heap for every thread (M_ARENA_MAX 1): with glibc's default of one per
- * thread (up to 8 per core), each heap grows to its own thread's peak and
- * keeps it — after a mixed load under memory_limit = 64M, 45 of the 52 MB
- * the heaps held were free, spread over 10 heaps, and the peak RSS was 84
- * MiB (2 heaps: 70; 1: 62). Small blocks still come from each thread's
- * cache (tcache) without a lock.
+ * Two heaps for all threads, one below the default memory_limit: with
+ * glibc's default of one per thread (up to 8 per core), each heap grows to
+ * its own thread's peak and keeps it — after a mixed load under
+ * memory_limit = 64M, 45 of the 52 MB the heaps held were free, spread over
+ * 10 heaps, and the peak RSS was 84 MiB (2 heaps: 70; 1: 62). One heap
+ * costs throughput where threads allocate at once: GET of a random
+ * document 17.7k/s with 8 heaps, 15.0k with 2, 8.0k with 1 (bench.js, 5 s
+ * runs, one machine). Small blocks come from each thread's cache (tcache)
+ * without a lock either way.
  * glibc's default raises its mmap threshold each time a large block is
  * freed (up to 32 MB), after which a _bulk_docs' buffers, write sets and
  * RocksDB's memtable blocks come from the per-thread heaps, which keep what
@@ -579,10 +582,10 @@ static void crash_handlers(void) {
  * back when freed) and trimming the heaps past 1 MB of free top: 100 MiB,
  * and 217 → (see the README's memory table) over the HTTP bench. The
  * environment's MALLOC_* settings still win. */
-static void malloc_tune(void) {
+static void malloc_tune(size_t limit_mb) {
   if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 << 10);
   if (!getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 1 << 20);
-  if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 1);
+  if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, limit_mb >= KV_ROCKS_MEMORY_MB ? 2 : 1);
 }
 
 /* This process's resident set now, in MiB (rounded up); 0 if unknown. */
@@ -605,7 +608,6 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   if ((o.given & GIVEN_CONNS_IP) && !o.max_conns_ip) o.max_conns_ip = -1; /* 0: no limit */
 
   crash_handlers();
-  malloc_tune();
 
   /* Block the stop signals and SIGHUP in every thread; this one waits for
    * them (SIGHUP: reopen the log, after a rotation). */
@@ -638,6 +640,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
    * takes its shares of the rest (kv.h), requests a quarter (the body
    * budget), and the remainder is the process's own working memory. */
   size_t limit_mb = o.memory_mb ? o.memory_mb : KV_ROCKS_MEMORY_MB;
+  malloc_tune(limit_mb);
 #ifdef DV_SANITIZED /* AddressSanitizer's shadow memory (~480 MiB at start) is not the server's */
   size_t base_mb = 32;
 #else
@@ -742,7 +745,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
            http_port(h));
   int sig = 0;
   for (;;) {
-    /* every second: give the heap's free pages back (malloc_tune: the one
+    /* every second: give the heaps' free pages back (malloc_tune: a
      * heap keeps what a burst freed — 10,000 feeds streaming left 130 MB
      * free in it — and trimming returns only its top on its own) */
     struct timespec sec = {1, 0};
