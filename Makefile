@@ -40,7 +40,7 @@ LDFLAGS_ALL = $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 
 LIB_SRC   := $(filter-out src/main.c,$(wildcard src/*/*.c))
 LIB_CXX   := $(wildcard src/*/*.cc)
-TEST_SRC  := $(filter-out test/fuzz/% test/fdbsim/%,$(wildcard test/*.c test/*/*.c))
+TEST_SRC  := $(filter-out test/fuzz/% test/fdbsim/% test/fault/%,$(wildcard test/*.c test/*/*.c))
 BENCH_SRC := $(wildcard bench/*.c)
 FUZZ_SRC  := $(wildcard test/fuzz/fuzz_*.c)
 
@@ -58,6 +58,7 @@ FUZZ_SECONDS ?= 20
 FDBSIM     := $(BUILD)/fdbsim/libfdb_c.so
 FDBSIM_SRC := test/fdbsim/fdbsim.c src/kv/kv.c src/kv/rocks.c src/kv/wset.c src/util/alloc.c \
               src/util/buf.c src/util/err.c src/util/log.c src/util/stats.c
+FSYNCFAIL  := $(BUILD)/libfsyncfail.so
 FDBSIM_OBJ := $(FDBSIM_SRC:%.c=$(BUILD)/fdbsim/%.o) $(BUILD)/fdbsim/src/kv/rocks_reclaim.o
 
 .PHONY: all run test bench fuzz fuzzers fdbsim deps format clean install uninstall deb
@@ -105,8 +106,14 @@ $(BUILD)/libdivan.a: $(LIB_OBJ)
 $(BUILD)/divan: $(BUILD)/src/main.o $(BUILD)/libdivan.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
-$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libdivan.a
+$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libdivan.a | $(FSYNCFAIL)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+# The failed-fsync shim (test/fault/fsyncfail.c), LD_PRELOADed by
+# http_fsyncfail; never sanitized (it runs before the sanitizer runtime).
+$(FSYNCFAIL): test/fault/fsyncfail.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libdivan.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)

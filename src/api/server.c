@@ -57,7 +57,9 @@ void hapi_root(hreq *r) {
  * when the store answers a read within UP_TIMEOUT_MS (store_ping: on
  * FoundationDB the cluster gives a read version and a storage server the
  * value), else 404 {"status":"nolb"} with the store's error: a load
- * balancer takes the node out, as for CouchDB's nolb. */
+ * balancer takes the node out, as for CouchDB's nolb. A store that turned
+ * read-only after a failed sync (kv.h) still reads, but is out too: 404
+ * {"status":"read_only","reason":…} until the server restarts. */
 #define UP_TIMEOUT_MS 1000
 
 void hapi_up(hreq *r) {
@@ -66,14 +68,21 @@ void hapi_up(hreq *r) {
   const char *down = mm && !strcmp(mm, "true") ? "maintenance_mode" : mm && !strcmp(mm, "nolb") ? "nolb" : NULL;
   dv_free(mm);
   int rc = down ? 0 : store_ping(api_store(r), UP_TIMEOUT_MS);
+  kv_info kv;
+  kv_db_info(store_kv(api_store(r)), &kv);
+  int ro = !down && !rc && kv.read_only == 1;
   json_w w;
-  hres_jw(r, down || rc ? 404 : 200, &w);
+  hres_jw(r, down || rc || ro ? 404 : 200, &w);
   json_w_obj_begin(&w);
   json_w_keyz(&w, "status");
-  json_w_strz(&w, down ? down : rc ? "nolb" : "ok");
+  json_w_strz(&w, down ? down : rc ? "nolb" : ro ? "read_only" : "ok");
   if (rc) {
     json_w_keyz(&w, "store");
     json_w_strz(&w, dv_strerror(rc));
+  }
+  if (ro) {
+    json_w_keyz(&w, "reason");
+    json_w_strz(&w, dv_strerror(DV_EREAD_ONLY));
   }
   if (!down) {
     json_w_keyz(&w, "seeds");

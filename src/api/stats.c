@@ -255,6 +255,7 @@ static int gauge(report *rp, dv_stat_id id, int64_t *out) {
   case DV_ST_ROCKS_MEMTABLE_BYTES: *out = rp->kv.memtable_bytes; break;
   case DV_ST_KV_HISTORY_BYTES: *out = rp->kv.history_bytes; break;
   case DV_ST_ROCKS_WRITE_STOPPED: *out = rp->kv.write_stopped; break;
+  case DV_ST_ROCKS_READ_ONLY: *out = rp->kv.read_only; break;
   default: return 0;
   }
   return *out >= 0;

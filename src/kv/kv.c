@@ -207,7 +207,7 @@ void kv_db_info(kv_db *db, kv_info *out) {
   memset(out, 0, sizeof *out);
   out->engine = db->m->name;
   out->pending_compaction_bytes = out->running_compactions = out->running_flushes = -1;
-  out->sst_bytes = out->memtable_bytes = out->write_stopped = out->history_bytes = -1;
+  out->sst_bytes = out->memtable_bytes = out->write_stopped = out->history_bytes = out->read_only = -1;
   if (db->m->info) db->m->info(db, out);
 }
 

@@ -101,7 +101,11 @@ typedef struct kv_rocks_opts {
  * process filled the disk), it stops writing (its "background error"); the
  * committer then resumes it by itself as soon as the free space is back
  * above the reserve and a flush's room: it reopens the store (the WAL is
- * replayed up to the failed write; every acknowledged commit is before it). A dropped database's space is given back
+ * replayed up to the failed write; every acknowledged commit is before it).
+ * Any other failed write — a failed fsync above all — is never resumed:
+ * that commit and every later one get DV_EREAD_ONLY (HTTP 500 read_only)
+ * until the server restarts, reads still answer, and kv_db_info says
+ * read_only (README "The embedded storage engine"). A dropped database's space is given back
  * at once by a background compaction of its range.
  *
  * The default reserve is room for what RocksDB writes on its own — a
@@ -176,6 +180,8 @@ typedef struct kv_info {
   int64_t memtable_bytes;          /* cur-size-all-mem-tables */
   int64_t write_stopped;           /* is-write-stopped: 1 while writes are held */
   int64_t history_bytes;           /* the embedded engine's conflict history (rocks.c) */
+  int64_t read_only;               /* 1 once a write failed other than for space (a failed
+                                      fsync): every write gets DV_EREAD_ONLY until a restart */
 } kv_info;
 
 /* Fill *out (never fails; unknown numbers -1). Safe from any thread,

@@ -219,7 +219,8 @@ typedef struct rdb {
   int64_t space_at_ms;             /* when `low` was measured */
   int low;                         /* free space was below the reserve */
   int stopped;                     /* RocksDB refused a write: recover() before the next */
-  int stop_rc;                     /* why: DV_ENOSPC or DV_EIO, every write's answer meanwhile */
+  int stop_rc;                     /* why: DV_ENOSPC (recover() resumes) or DV_EREAD_ONLY (never) */
+  _Atomic int read_only;           /* stop_rc is DV_EREAD_ONLY: for r_info, from any thread */
   int64_t resume_at_ms;            /* last resume attempt */
   dv_buf drop_b, drop_e;           /* the batch's range tombstones: their union (committer) */
   pthread_mutex_t rc_mu;           /* the reclaim thread's state below */
@@ -1590,6 +1591,7 @@ out:
 }
 
 /* After a failed write RocksDB refuses every write until it is resumed.
+ * Only a full disk is resumed (stop_rc DV_ENOSPC, see write_failed).
  * Once there is room again — the reserve, and at least a memtable's flush
  * and a new WAL — the store is reopened (called by the committer between
  * batches, under batch_mu). Not DB::Resume: after a failed WAL append it
@@ -1598,7 +1600,7 @@ out:
  * librocksdb (built with assertions) aborts on. */
 static void recover(rdb *d) {
   int64_t now = now_ms();
-  if (!d->stopped || now - d->resume_at_ms < RESUME_EVERY_MS) return;
+  if (!d->stopped || d->stop_rc != DV_ENOSPC || now - d->resume_at_ms < RESUME_EVERY_MS) return;
   d->resume_at_ms = now;
   int64_t f = free_bytes(d->path, NULL);
   if (space_low(d, now) || (f >= 0 && (uint64_t)f < d->room)) return;
@@ -1606,6 +1608,47 @@ static void recover(rdb *d) {
     d->stopped = 0;
     log_notice("the store accepts writes again");
   }
+}
+
+/* Was RocksDB's error a failed sync? Its messages name the call:
+ * "IO error: While fdatasync: <file>: Input/output error" (env/io_posix.cc). */
+static int sync_error(const char *err) {
+  static const char *const calls[] = {"While fsync", "While fdatasync", "While sync_file_range", "While msync",
+                                      "While fcntl(F_FULLFSYNC"};
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+    if (strstr(err, calls[i])) return 1;
+  return 0;
+}
+
+/* A synced write failed (err: RocksDB's message), so nothing of its batch
+ * is acknowledged. RocksDB stops writing after it until resumed. A full
+ * disk (an append refused for space) is the client's 507 and is resumed
+ * once there is room (recover()). Anything else — above all a failed
+ * fsync, whatever its errno — turns the store read-only until the server
+ * restarts: after a failed fsync the kernel may have dropped the dirty
+ * pages and cleared the error, so a later sync that succeeds proves
+ * nothing ("fsyncgate"; CouchDB's couch_file stops on it too); a restart
+ * replays the WAL from what the disk really holds. Returns the answer of
+ * this batch and every later write: DV_ENOSPC or DV_EREAD_ONLY. */
+static int write_failed(rdb *d, const char *err, int64_t now) {
+  int nospace = !sync_error(err) && (strstr(err, "No space") || strstr(err, "NoSpace") || strstr(err, "no space"));
+  int rc = nospace ? DV_ENOSPC : DV_EREAD_ONLY;
+  dv_stat_inc(DV_ST_ROCKS_WRITE_FAILURES);
+  if (!d->stopped || d->stop_rc != rc) {
+    if (rc == DV_EREAD_ONLY)
+      log_error("rocksdb write failed: %s; the store is read-only until the server restarts", err);
+    else
+      log_error("rocksdb write failed: %s", err);
+  }
+  if (d->stopped && d->stop_rc == DV_EREAD_ONLY) rc = DV_EREAD_ONLY; /* never back to resumable */
+  d->stopped = 1;
+  d->stop_rc = rc;
+  d->resume_at_ms = now;
+  if (rc == DV_EREAD_ONLY) atomic_store(&d->read_only, 1);
+  pthread_mutex_lock(&d->q_mu); /* the committer watches for the space coming back */
+  pthread_cond_signal(&d->q_cv);
+  pthread_mutex_unlock(&d->q_mu);
+  return rc;
 }
 
 static void run_batch(rdb *d, rtxn *list) {
@@ -1655,16 +1698,7 @@ static void run_batch(rdb *d, rtxn *list) {
         dv_stat_hist(DV_SH_ROCKS_SYNC_TIME, (double)(now_us() - t0) / 1000.0);
       }
       if (err) {
-        /* RocksDB stops writing after a failed write until resumed; a
-         * full disk is the client's 507, anything else a 500 */
-        if (!d->stopped) log_error("rocksdb write failed: %s", err);
-        rc = strstr(err, "No space") || strstr(err, "NoSpace") || strstr(err, "no space") ? DV_ENOSPC : DV_EIO;
-        d->stopped = 1;
-        d->stop_rc = rc;
-        d->resume_at_ms = now;
-        pthread_mutex_lock(&d->q_mu); /* the committer watches for the space coming back */
-        pthread_cond_signal(&d->q_cv);
-        pthread_mutex_unlock(&d->q_mu);
+        rc = write_failed(d, err, now);
         rocksdb_free(err);
       }
     }
@@ -1728,7 +1762,7 @@ static void *committer_main(void *arg) {
   for (;;) {
     pthread_mutex_lock(&d->q_mu);
     while (!d->q_head && !d->stop) {
-      if (!d->stopped) {
+      if (!d->stopped || d->stop_rc != DV_ENOSPC) { /* read-only: nothing to wait for */
         pthread_cond_wait(&d->q_cv, &d->q_mu);
         continue;
       }
@@ -2115,6 +2149,7 @@ static void r_info(kv_db *kd, kv_info *out) {
   out->engine = "rocksdb";
   out->history_bytes = (int64_t)atomic_load_explicit(&d->h_bytes, memory_order_relaxed);
   snprintf(out->version, sizeof out->version, "%s", kv__rocks_version());
+  out->read_only = atomic_load(&d->read_only);
   if (pthread_rwlock_tryrdlock(&d->db_rw)) return; /* being reopened: not known now */
   for (size_t i = 0; d->db && i < sizeof props / sizeof *props; i++) {
     uint64_t v;

@@ -38,6 +38,11 @@
   X(NOTSUP,       -3009, 501, "not_implemented", "Not implemented.", 0)       \
   X(NOSPC,        -3010, 507, "insufficient_storage", "Insufficient storage: the data directory's filesystem is full.", 0) \
   X(OVERLOADED,   -3011, 503, "service_unavailable", "The server is at its limit ([divan] memory_limit or [chttpd] max_connections); retry after a moment.", 0) \
+  /* a write that could not be made durable (a failed fsync or another I/O
+   * error of the store's): CouchDB's couch_file stops on a failed fsync
+   * and the write gets a 500; divan's store then refuses every write until
+   * a restart, as the kernel may have dropped the unsynced pages */ \
+  X(READ_ONLY,    -3012, 500, "read_only", "The store could not make a write durable (a failed sync or I/O error) and accepts no writes until the server restarts.", 0) \
   /* HTTP request framing (http/hwire.h) */                                    \
   X(HTTP_FOLD,    -3301, 400, "bad_request", "Obsolete line folding in a request header is not accepted.", 0) \
   X(HTTP_HEADER,  -3302, 400, "bad_request", "Malformed request header.", 0)  \

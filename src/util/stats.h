@@ -158,6 +158,10 @@
   X(ROCKS_SST_BYTES, GAUGE, "divan.rocksdb.sst_bytes", "bytes of the live table files")                       \
   X(ROCKS_MEMTABLE_BYTES, GAUGE, "divan.rocksdb.memtable_bytes", "bytes of the memtables")                     \
   X(ROCKS_WRITE_STOPPED, GAUGE, "divan.rocksdb.write_stopped", "1 while RocksDB stops writes (compaction far behind)") \
+  X(ROCKS_WRITE_FAILURES, COUNTER, "divan.rocksdb.write_failures",                                           \
+    "number of group commits RocksDB failed to write or sync (none of them acknowledged)")                    \
+  X(ROCKS_READ_ONLY, GAUGE, "divan.rocksdb.read_only",                                                       \
+    "1 once a write could not be made durable (a failed sync): writes are refused until a restart")           \
   X(INDEX_LAG, GAUGE, "divan.index_lag",                                                                       \
     "changes of the database not yet in the index, per database, design document and index; counted up to "   \
     DV__STAT_STR(DV_STAT_INDEX_LAG_CAP))

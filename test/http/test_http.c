@@ -42,6 +42,7 @@ TEST(http_slowloris) { suite("test/node/http/slowloris.test.js"); }
 TEST(http_idlefeeds) { suite("test/node/http/idlefeeds.test.js"); }
 TEST(http_memory) { suite("test/node/http/memory.test.js"); }
 TEST(http_diskfull) { suite("test/node/http/diskfull.test.js"); }
+TEST(http_fsyncfail) { suite("test/node/http/fsyncfail.test.js"); }
 TEST(http_mango) { suite("test/node/http/mango.test.js"); }
 TEST(http_render) { suite("test/node/http/render.test.js"); }
 TEST(http_jslimits) { suite("test/node/http/jslimits.test.js"); }
