@@ -55,6 +55,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -501,8 +502,9 @@ static ssize_t sys_recv(int fd, void *buf, size_t len, int flags) {
   return (ssize_t)syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
 }
 
-/* Write a CouchDB-style answer for rc and shut the write side (c->mu held). */
-static void conn_refuse(hconn *c, int rc) {
+/* A whole CouchDB-style answer for rc, written to fd without blocking (a
+ * 503 says when to come back: Retry-After). */
+static void refusal_send(int fd, const char *server, int rc) {
   char body[256], msg[768];
   int bn = snprintf(body, sizeof body, "{\"error\":\"%s\",\"reason\":\"", dv_err_couch(rc));
   for (const char *p = dv_strerror(rc); *p && bn < (int)sizeof body - 4; p++) {
@@ -515,10 +517,15 @@ static void conn_refuse(hconn *c, int rc) {
                    : st == 431 ? "Request Header Fields Too Large" : st == 501 ? "Not Implemented"
                    : st == 503 ? "Service Unavailable" : "Error";
   int n = snprintf(msg, sizeof msg,
-                   "HTTP/1.1 %d %s\r\nServer: %s\r\nContent-Type: application/json\r\nCache-Control: must-revalidate\r\n%s"
-                   "Connection: close\r\nContent-Length: %d\r\n\r\n%s",
-                   st, text, c->srv->o.server, st == 503 ? "Retry-After: " HTTP_RETRY_AFTER "\r\n" : "", bn, body);
-  if (n > 0 && n < (int)sizeof msg) (void)!send(c->fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+                   "HTTP/1.1 %d %s\r\nServer: %s\r\nContent-Type: application/json\r\nCache-Control: must-revalidate\r\n"
+                   "%sConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+                   st, text, server, st == 503 ? "Retry-After: " HTTP_RETRY_AFTER "\r\n" : "", bn, body);
+  if (n > 0 && n < (int)sizeof msg) (void)!send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Write a CouchDB-style answer for rc and shut the write side (c->mu held). */
+static void conn_refuse(hconn *c, int rc) {
+  refusal_send(c->fd, c->srv->o.server, rc);
   shutdown(c->fd, SHUT_WR);
   c->refused = 1;
   c->linger_until = hnow_ms() + LINGER_MS;
@@ -562,6 +569,68 @@ ssize_t recv(int fd, void *buf, size_t len, int flags) {
   return n;
 }
 
+/* ---- out of file descriptors: accept4 ----------------------------------------
+ *
+ * libmicrohttpd accepts with accept4(); this file defines it too (as recv
+ * above, the executable's symbol is the one bound). When the process has
+ * no descriptor left (EMFILE, ENFILE), libmicrohttpd 0.9.75 logs the
+ * failure and, in a pool thread that has no connection of its own, tries
+ * again at once — measured: ~1 s of CPU in 3 s and the log growing by
+ * hundreds of MB while the limit lasted. Here such an accept gives up a
+ * reserve descriptor kept for the purpose, takes the waiting connection,
+ * answers it 503 with Retry-After, closes it and takes the reserve back,
+ * for every connection waiting (at most the listen backlog), then tells
+ * libmicrohttpd EAGAIN, so it waits for the next one without a log line.
+ * Connections already open are untouched and finish their requests; once
+ * descriptors are free again accept works as before. */
+
+#define SHED_MAX 1024    /* connections shed by one failed accept: the listen backlog */
+#define SHED_NAP_MS 20   /* without a reserve (another thread took the fd): pause, never spin */
+
+static int reserve_fd = -1;      /* /dev/null, given up to answer a connection; -1 = none */
+static char shed_server[64] = "divan"; /* the Server header of the answer */
+static pthread_mutex_t shed_mu = PTHREAD_MUTEX_INITIALIZER; /* reserve_fd, shed_server */
+static _Atomic uint64_t shed_n;  /* connections answered 503 for want of descriptors */
+
+static int sys_accept4(int fd, struct sockaddr *a, socklen_t *l, int flags) {
+  return (int)syscall(SYS_accept4, fd, a, l, flags);
+}
+
+/* Answer every connection waiting on lfd 503 (out of descriptors). */
+static void shed(int lfd) {
+  int n = 0;
+  pthread_mutex_lock(&shed_mu);
+  while (n < SHED_MAX && reserve_fd >= 0) {
+    close(reserve_fd);
+    int c = sys_accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c >= 0) {
+      char junk[2048]; /* the request so far: a close with unread input would reset the answer */
+      while (sys_recv(c, junk, sizeof junk, MSG_DONTWAIT) > 0) {}
+      refusal_send(c, shed_server, DV_EHTTP_BUSY);
+      shutdown(c, SHUT_WR);
+      close(c);
+      n++;
+    }
+    reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (c < 0) break; /* none waits (EAGAIN), or the fd went to another thread */
+  }
+  int none = reserve_fd < 0;
+  pthread_mutex_unlock(&shed_mu);
+  uint64_t before = atomic_fetch_add(&shed_n, (uint64_t)n);
+  if (n && (before == 0 || (before + (uint64_t)n) / 1000 != before / 1000)) /* the first, then every 1000th */
+    log_warning("out of file descriptors: %llu new connections answered 503 so far", (unsigned long long)(before + (uint64_t)n));
+  if (none) usleep(SHED_NAP_MS * 1000);
+}
+
+/* libmicrohttpd's accept4 (see above). */
+int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+  int c = sys_accept4(fd, addr, len, flags);
+  if (c >= 0 || (errno != EMFILE && errno != ENFILE)) return c;
+  shed(fd);
+  errno = EAGAIN;
+  return -1;
+}
+
 /* Raise the soft fd limit to the hard one (each connection is an fd) and
  * size the fd table. */
 static int conns_setup(void) {
@@ -570,6 +639,9 @@ static int conns_setup(void) {
     rl.rlim_cur = rl.rlim_max;
     (void)setrlimit(RLIMIT_NOFILE, &rl);
   }
+  pthread_mutex_lock(&shed_mu);
+  if (reserve_fd < 0) reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pthread_mutex_unlock(&shed_mu);
   if (conn_by_fd) return 0;
   size_t cap = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur : 65536;
   if (cap > (1u << 22)) cap = 1u << 22;
@@ -598,12 +670,14 @@ static void conn_append(hsrv *s, hconn *c) {
 }
 
 /* Close c for the server's sake (cmu held): 408 when a head was under way,
- * else a plain close. */
+ * 503 (Retry-After) when no request came on it yet, else a plain close. */
 static void conn_evict(hconn *c, int rc) {
   pthread_mutex_lock(&c->mu);
   if (!c->refused) {
     if (c->w.in_head) {
       conn_refuse(c, rc);
+    } else if (!c->w.heads) {
+      conn_refuse(c, DV_EOVERLOADED);
     } else {
       c->refused = 1;
       c->linger_until = 0;
@@ -1190,6 +1264,9 @@ int http_start(const http_app *app, const http_opts *o, http_server **out) {
   pthread_cond_init(&s->cv, NULL);
   int rc = conns_setup();
   if (rc) goto fail;
+  pthread_mutex_lock(&shed_mu);
+  snprintf(shed_server, sizeof shed_server, "%s", s->o.server);
+  pthread_mutex_unlock(&shed_mu);
   /* max_connections, within the fd limit less room for the store's files */
   int fd_room = conn_fd_cap > 1024 ? (int)(conn_fd_cap - 512) : (int)conn_fd_cap / 2;
   if (!s->o.max_conns) s->o.max_conns = HTTP_DEFAULT_MAX_CONNS;
