@@ -63,6 +63,9 @@ struct serve_opts {
   size_t max_doc;      /* max_document_size, 0 = default */
   int idle_timeout;    /* seconds before an idle connection is closed, 0 = default */
   int head_timeout;    /* seconds a request head may take, 0 = default */
+  int body_timeout;    /* [chttpd] request_body_timeout: seconds of grace for a body, 0 = default */
+  int body_min_rate;   /* [chttpd] request_body_min_rate: bytes/s a body must keep up past it, 0 = default */
+  int send_timeout;    /* [chttpd] send_timeout: seconds a response may wait for its reader, 0 = default */
   int max_conns;       /* client connections, 0 = default */
   int max_conns_ip;    /* client connections from one address, 0 = default, -1 = no limit */
   int64_t reserve_mb;  /* [rocksdb] free_space_reserve_mb: 0 = default, -1 = none */
@@ -312,7 +315,8 @@ static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char
  * this run only (kept in memory, hashed). Settings read here:
  *
  *   [chttpd] bind_address, port, max_http_request_size, server_threads,
- *            idle_timeout, request_head_timeout, max_connections,
+ *            idle_timeout, request_head_timeout, request_body_timeout,
+ *            request_body_min_rate, send_timeout, max_connections,
  *            max_connections_per_client (0: no limit)
  *   [couchdb] max_document_size
  *   [rocksdb] free_space_reserve_mb (0: no reserve)
@@ -396,6 +400,13 @@ static int load_config(struct serve_opts *o, dv_config **out) {
   if (!rc) rc = opt_num(c, "couchdb", "max_document_size", &doc, o->max_doc != 0, 1, (long long)1 << 40);
   if (!rc) rc = opt_num(c, "chttpd", "idle_timeout", &idle, o->idle_timeout != 0, 1, 86400);
   if (!rc) rc = opt_num(c, "chttpd", "request_head_timeout", &head, o->head_timeout != 0, 1, 86400);
+  long long body_to = 0, body_rate = 0, send_to = 0;
+  if (!rc) rc = opt_num(c, "chttpd", "request_body_timeout", &body_to, 0, 1, 86400);
+  if (!rc) rc = opt_num(c, "chttpd", "request_body_min_rate", &body_rate, 0, 1, 1LL << 30);
+  if (!rc) rc = opt_num(c, "chttpd", "send_timeout", &send_to, 0, 1, 86400);
+  o->body_timeout = (int)body_to;
+  o->body_min_rate = (int)body_rate;
+  o->send_timeout = (int)send_to;
   if (!rc) rc = opt_num(c, "chttpd", "max_connections", &conns, o->max_conns != 0, 1, 1000000);
   if (!rc) rc = opt_num(c, "chttpd", "max_connections_per_client", &per_ip, o->max_conns_ip != 0, 0, 1000000);
   long long reserve = -1;
@@ -715,6 +726,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   snprintf(server, sizeof server, "divan/%s (CouchDB/3.3.3 compatible)", DIVAN_VERSION);
   http_opts ho = {.bind = o.bind, .port = o.port, .threads = o.threads, .max_body = o.max_body,
                   .timeout_s = o.idle_timeout, .head_timeout_s = o.head_timeout, .max_conns = o.max_conns,
+                  .body_timeout_s = o.body_timeout, .body_min_rate = o.body_min_rate, .send_timeout_s = o.send_timeout,
                   .max_conns_per_client = o.max_conns_ip, .server = server, .config = cfg,
                   .body_budget = (avail_mb << 20) / 4}; /* requests' share of memory_limit */
   rc = api_app(&as, &app);

@@ -57,6 +57,10 @@
 #define HTTP_FEED_BLOCK (16u << 10)        /* bytes a feed hands libmicrohttpd per call */
 #define HTTP_FEED_BLOCK_LIVE 512u          /* … and a feed that mostly waits (hfeed_live) */
 #define HTTP_DEFAULT_HEAD_TIMEOUT 30       /* request_head_timeout: seconds from a head's first byte to its end */
+#define HTTP_DEFAULT_BODY_TIMEOUT 60       /* request_body_timeout: seconds of grace for a request body … */
+#define HTTP_DEFAULT_BODY_MIN_RATE 500     /* … and request_body_min_rate: one more second per this many
+                                              bytes received (Apache's mod_reqtimeout body=20,MinRate=500) */
+#define HTTP_DEFAULT_SEND_TIMEOUT 60       /* send_timeout: seconds a response may wait for its reader */
 #define HTTP_DEFAULT_MAX_CONNS 10000       /* max_connections: open client connections */
 #define HTTP_DEFAULT_MAX_CONNS_PER_CLIENT 1000 /* max_connections_per_client: from one address */
 /* What a request body costs while it is handled, in multiples of its size:
@@ -72,6 +76,9 @@ typedef struct http_opts {
   size_t max_body;        /* 0 = HTTP_DEFAULT_MAX_BODY */
   int timeout_s;          /* idle connection timeout; 0 = HTTP_DEFAULT_TIMEOUT */
   int head_timeout_s;     /* request_head_timeout; 0 = HTTP_DEFAULT_HEAD_TIMEOUT */
+  int body_timeout_s;     /* request_body_timeout; 0 = HTTP_DEFAULT_BODY_TIMEOUT */
+  int body_min_rate;      /* request_body_min_rate, bytes/s; 0 = HTTP_DEFAULT_BODY_MIN_RATE */
+  int send_timeout_s;     /* send_timeout; 0 = HTTP_DEFAULT_SEND_TIMEOUT */
   int max_conns;          /* max_connections; 0 = HTTP_DEFAULT_MAX_CONNS (capped by the fd limit) */
   int max_conns_per_client; /* max_connections_per_client; 0 = HTTP_DEFAULT_MAX_CONNS_PER_CLIENT, -1 = no limit */
   size_t body_budget;     /* bytes the request bodies being read or handled may cost at once (each counted

@@ -309,3 +309,5 @@ int hwire_feed(hwire *w, const uint8_t *p, size_t n) {
   }
   return 0;
 }
+
+int hwire_in_body(const hwire *w) { return !w->err && w->st >= BODY && w->st <= DLF; }

@@ -78,4 +78,9 @@ void hwire_init(hwire *w, uint32_t head_max);
  * (the server's request_head_timeout runs while it is). */
 int hwire_feed(hwire *w, const uint8_t *p, size_t n);
 
+/* 1 while a request body is arriving: from the end of a head that
+ * announced one to its last byte (a chunked body's trailers are a head:
+ * w->in_head). The server's request_body_timeout runs while it is. */
+int hwire_in_body(const hwire *w);
+
 #endif

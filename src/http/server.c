@@ -147,6 +147,9 @@ struct hconn {
   hwire w;                /* the request framing so far */
   _Atomic int64_t head_since; /* monotonic ms the current request head began, 0 = none in progress */
   _Atomic int busy;       /* heads completed minus requests MHD finished: > 0 while one is handled */
+  _Atomic int64_t body_since; /* monotonic ms the current request body began, 0 = none arriving */
+  _Atomic uint64_t body_bytes; /* bytes received since (request_body_min_rate) */
+  _Atomic int64_t stall_since; /* monotonic ms a send first found the socket full, 0 = it took everything */
   int refused;            /* we answered (framing error, head timeout): drain input, then close */
   int64_t linger_until;   /* when a refused connection is cut */
   int64_t since;          /* last became idle (accept, a request finished): eviction order */
@@ -484,6 +487,10 @@ static enum MHD_Result queue_feed(hreq *r) {
  *                         libmicrohttpd's own timeout is an idle timeout,
  *                         reset by every byte, so a client sending one
  *                         byte a second was never timed out (issue 24);
+ *   request_body_timeout, request_body_min_rate  a body's deadline, the
+ *                         same way (408; conns_tick);
+ *   send_timeout          a response whose client reads nothing for it
+ *                         is cut (send, sendmsg below);
  *   max_connections       counted here; when a new connection passes it,
  *                         the connection idle or in its head the longest
  *                         is closed (408 when a head was under way), as
@@ -530,13 +537,14 @@ static void conn_refuse(hconn *c, int rc) {
   c->refused = 1;
   c->linger_until = hnow_ms() + LINGER_MS;
   atomic_store(&c->head_since, 0);
+  atomic_store(&c->body_since, 0);
 }
 
 /* The bytes recv just returned for c: check them, or drain after a refusal. */
 static ssize_t conn_filter(hconn *c, void *buf, size_t len, ssize_t n) {
   pthread_mutex_lock(&c->mu);
   if (!c->refused && n > 0) {
-    int was = c->w.in_head;
+    int was = c->w.in_head, was_body = hwire_in_body(&c->w);
     uint64_t heads = c->w.heads;
     int rc = hwire_feed(&c->w, buf, (size_t)n);
     if (rc) {
@@ -545,6 +553,15 @@ static ssize_t conn_filter(hconn *c, void *buf, size_t len, ssize_t n) {
       if (c->w.heads != heads) atomic_fetch_add(&c->busy, (int)(c->w.heads - heads));
       if (!c->w.in_head) atomic_store(&c->head_since, 0);
       else if (!was || c->w.heads != heads) atomic_store(&c->head_since, hnow_ms());
+      if (!hwire_in_body(&c->w)) {
+        atomic_store(&c->body_since, 0);
+      } else {
+        if (!was_body || c->w.heads != heads) { /* a new body: its deadline starts now */
+          atomic_store(&c->body_bytes, 0);
+          atomic_store(&c->body_since, hnow_ms());
+        }
+        atomic_fetch_add(&c->body_bytes, (uint64_t)n);
+      }
     }
   }
   if (c->refused) { /* drain what is there; EOF once the client closed or the linger ended */
@@ -566,6 +583,42 @@ ssize_t recv(int fd, void *buf, size_t len, int flags) {
   int e = errno;
   n = conn_filter(c, buf, len, n);
   if (n >= 0) errno = e;
+  return n;
+}
+
+/* libmicrohttpd's send and sendmsg (defined here as recv is): a send that
+ * finds a client's socket full starts its connection's stall clock, one
+ * that writes anything restarts it — or stops it when it wrote all it was
+ * given (libmicrohttpd takes a partial send for a full socket and waits for
+ * EPOLLOUT without trying again, so a partial send starts the clock too). The reaper cuts a connection whose clock
+ * passes send_timeout: a client that never reads its response — a
+ * continuous feed above all, which would otherwise wait for it forever
+ * (libmicrohttpd's idle timeout is 300 s and a suspended feed hides from
+ * it) holding its buffers. */
+static void conn_sent(int fd, size_t len, ssize_t n, int err) {
+  _Atomic(hconn *) *t = conn_by_fd;
+  hconn *c = t && fd >= 0 && (size_t)fd < conn_fd_cap ? atomic_load(&t[fd]) : NULL;
+  if (!c) return;
+  if (n > 0) atomic_store(&c->stall_since, (size_t)n < len ? hnow_ms() : 0);
+  else if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK) && !atomic_load(&c->stall_since))
+    atomic_store(&c->stall_since, hnow_ms());
+}
+
+ssize_t send(int fd, const void *buf, size_t len, int flags) {
+  ssize_t n = (ssize_t)syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+  int e = errno;
+  conn_sent(fd, len, n, e);
+  errno = e;
+  return n;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
+  ssize_t n = (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
+  int e = errno;
+  size_t len = 0;
+  for (size_t i = 0; msg && i < (size_t)msg->msg_iovlen; i++) len += msg->msg_iov[i].iov_len;
+  conn_sent(fd, len, n, e);
+  errno = e;
   return n;
 }
 
@@ -748,15 +801,35 @@ static void conn_request_done(hsrv *s, struct MHD_Connection *mc) {
   pthread_mutex_unlock(&s->cmu);
 }
 
-/* Heads past their deadline get 408; refused connections past their
- * linger are cut (the reaper, every DEADLINE_EVERY ticks). */
+/* Heads and bodies past their deadlines get 408, connections whose client
+ * read nothing for send_timeout are cut, refused connections past their
+ * linger are cut (the reaper, every DEADLINE_EVERY ticks).
+ *
+ * A body's deadline is Apache's mod_reqtimeout's: request_body_timeout
+ * seconds from the end of its head, one more second for every
+ * request_body_min_rate bytes received — a large upload at a sane rate
+ * never meets it, a body trickled a byte a second does, and a waiting body
+ * holds no pool thread meanwhile (libmicrohttpd reads it by epoll). */
 static void conns_tick(hsrv *s, int64_t now) {
   int64_t limit = (int64_t)s->o.head_timeout_s * 1000;
+  int64_t body_limit = (int64_t)s->o.body_timeout_s * 1000, send_limit = (int64_t)s->o.send_timeout_s * 1000;
   pthread_mutex_lock(&s->cmu);
   for (hconn *c = s->conns; c; c = c->next) {
-    int64_t hs = atomic_load(&c->head_since);
+    int64_t hs = atomic_load(&c->head_since), bs = atomic_load(&c->body_since), ss = atomic_load(&c->stall_since);
     if (hs && now - hs >= limit) {
       conn_evict(c, DV_EHTTP_HEAD_TIMEOUT);
+    } else if (bs && now - bs >= body_limit + (int64_t)(atomic_load(&c->body_bytes) * 1000 / (uint64_t)s->o.body_min_rate)) {
+      pthread_mutex_lock(&c->mu);
+      if (!c->refused) conn_refuse(c, DV_EHTTP_BODY_TIMEOUT);
+      pthread_mutex_unlock(&c->mu);
+    } else if (ss && now - ss >= send_limit && !c->refused) {
+      pthread_mutex_lock(&c->mu);
+      log_info("a client read nothing of its response for %d s: connection closed (send_timeout)", s->o.send_timeout_s);
+      c->refused = 1;
+      c->linger_until = 0;
+      atomic_store(&c->stall_since, 0);
+      shutdown(c->fd, SHUT_RDWR);
+      pthread_mutex_unlock(&c->mu);
     } else if (c->refused && now >= c->linger_until) {
       pthread_mutex_lock(&c->mu);
       shutdown(c->fd, SHUT_RDWR);
@@ -1256,6 +1329,9 @@ int http_start(const http_app *app, const http_opts *o, http_server **out) {
   if (!s->o.max_body) s->o.max_body = HTTP_DEFAULT_MAX_BODY;
   if (!s->o.timeout_s) s->o.timeout_s = HTTP_DEFAULT_TIMEOUT;
   if (!s->o.head_timeout_s) s->o.head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT;
+  if (!s->o.body_timeout_s) s->o.body_timeout_s = HTTP_DEFAULT_BODY_TIMEOUT;
+  if (!s->o.body_min_rate) s->o.body_min_rate = HTTP_DEFAULT_BODY_MIN_RATE;
+  if (!s->o.send_timeout_s) s->o.send_timeout_s = HTTP_DEFAULT_SEND_TIMEOUT;
   if (!s->o.max_conns_per_client) s->o.max_conns_per_client = HTTP_DEFAULT_MAX_CONNS_PER_CLIENT;
   if (!s->o.server) s->o.server = "divan";
   if (!s->o.bind) s->o.bind = "127.0.0.1";

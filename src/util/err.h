@@ -55,6 +55,7 @@
   X(HTTP_HEAD_LARGE, -3309, 431, "request_header_fields_too_large", "Request header fields too large.", 0) \
   X(HTTP_URI_LONG, -3310, 414, "uri_too_long", "Request line too long.", 0)  \
   X(HTTP_HEAD_TIMEOUT, -3311, 408, "request_timeout", "The request head did not arrive in time.", 0) \
+  X(HTTP_BODY_TIMEOUT, -3313, 408, "request_timeout", "The request body did not arrive in time.", 0) \
   X(HTTP_BUSY,    -3312, 503, "service_unavailable", "The server is out of file descriptors; retry after a moment.", 0) \
   /* codecs */                                                                 \
   X(TUPLE,        -3101, 500, "internal_server_error", "Malformed tuple encoding.", 0) \

@@ -44,6 +44,7 @@ TEST(http_memory) { suite("test/node/http/memory.test.js"); }
 TEST(http_diskfull) { suite("test/node/http/diskfull.test.js"); }
 TEST(http_fsyncfail) { suite("test/node/http/fsyncfail.test.js"); }
 TEST(http_fdlimit) { suite("test/node/http/fdlimit.test.js"); }
+TEST(http_slowclients) { suite("test/node/http/slowclients.test.js"); }
 TEST(http_mango) { suite("test/node/http/mango.test.js"); }
 TEST(http_render) { suite("test/node/http/render.test.js"); }
 TEST(http_jslimits) { suite("test/node/http/jslimits.test.js"); }

@@ -33,6 +33,7 @@
   X(http_diskfull, 240)        \
   X(http_fsyncfail, 150)       \
   X(http_fdlimit, 150)         \
+  X(http_slowclients, 150)     \
   X(http_auth, 120)            \
   X(http_mango, 150)           \
   X(http_render, 150)          \
