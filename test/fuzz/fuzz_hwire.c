@@ -6,7 +6,8 @@
  * crash, no read past the input":
  *   - the answer does not depend on how the stream is cut: whole, at the
  *     split point, and one byte at a time give the same code, the same
- *     count of completed heads and the same in_head flag;
+ *     count of completed heads, the same in_head and in_body flags;
+ *   - a body is never in progress inside a head, nor after an answer;
  *   - an answer is 0 or one of the DV_EHTTP_* codes, and it is sticky;
  *   - a head never grows past the limit without an answer. */
 #include <assert.h>
@@ -44,10 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!ra) {
     assert(a.heads == b.heads && a.heads == c.heads);
     assert(a.in_head == b.in_head && a.in_head == c.in_head);
+    assert(hwire_in_body(&a) == hwire_in_body(&b) && hwire_in_body(&a) == hwire_in_body(&c));
+    assert(!(a.in_head && hwire_in_body(&a)));
     assert(a.head <= head_max);
   } else {
     assert(hwire_feed(&a, (const uint8_t *)"GET / HTTP/1.1\r\n\r\n", 18) == ra);
     assert(!a.in_head);
+    assert(!hwire_in_body(&a));
   }
   return 0;
 }

@@ -145,3 +145,36 @@ TEST(hwire_limits) {
   ASSERT_OK(hwire_feed(&w, (const uint8_t *)"\r\n", 2));
   ASSERT(w.in_head);
 }
+
+/* hwire_in_body: from the end of a head that announces a body to its last
+ * byte, for Content-Length and chunked bodies (trailers are a head); never
+ * for a head without a body. The server's request_body_timeout runs on it. */
+TEST(hwire_in_body) {
+  hwire w;
+#define FEED(s) ASSERT_OK(hwire_feed(&w, (const uint8_t *)(s), strlen(s)))
+  hwire_init(&w, 8192);
+  FEED("PUT /db/d HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n");
+  ASSERT(!hwire_in_body(&w) && w.in_head);
+  FEED("\r\n");
+  ASSERT(hwire_in_body(&w) && !w.in_head);
+  FEED("{}");
+  ASSERT(hwire_in_body(&w));
+  FEED("\n");
+  ASSERT(!hwire_in_body(&w));
+  FEED("GET / HTTP/1.1\r\nHost: x\r\n\r\n"); /* no body */
+  ASSERT(!hwire_in_body(&w) && !w.in_head);
+  FEED("POST /db HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  ASSERT(hwire_in_body(&w));
+  FEED("2\r\n{}\r\n");
+  ASSERT(hwire_in_body(&w));
+  FEED("0\r\n");
+  ASSERT(!hwire_in_body(&w) && w.in_head); /* the trailers: a head */
+  FEED("\r\n");
+  ASSERT(!hwire_in_body(&w) && !w.in_head);
+  FEED("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  ASSERT(!hwire_in_body(&w));
+  const char *bad = "PUT /x HTTP/1.1\r\nContent-Length: 9\r\nContent-Length: 8\r\n\r\n";
+  ASSERT_EQ(hwire_feed(&w, (const uint8_t *)bad, strlen(bad)), DV_EHTTP_LENGTH);
+  ASSERT(!hwire_in_body(&w)); /* refused: nothing arrives any more */
+#undef FEED
+}

@@ -16,6 +16,7 @@
   X(hwire_fuzz_smoke, 60)      \
   X(hwire_table, 5)            \
   X(hwire_limits, 5)           \
+  X(hwire_in_body, 5)          \
   X(http_server, 120)          \
   X(http_limits, 120)          \
   X(http_doc, 180)             \
