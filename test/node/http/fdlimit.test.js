@@ -87,7 +87,11 @@ async function scenario(srvNow, lowerTo) {
   ok(busy, 'no connection was answered 503');
   ok(/\r\nRetry-After: \d+\r\n/.test(busy.text), busy.text.slice(0, 300));
   ok(/"error":"service_unavailable"/.test(busy.text), busy.text.slice(0, 300));
-  eq((by[200] || 0) + (by[503] || 0), FLOOD, `every flood connection got a feed or a 503: ${JSON.stringify(by)}`);
+  if (!lowerTo) eq((by[200] || 0) + (by[503] || 0), FLOOD, `every flood connection got a feed or a 503: ${JSON.stringify(by)}`);
+  // out of descriptors the 503 goes out on a socket closed at once (none is
+  // left to linger on): a request arriving after the close resets it, so a
+  // client may see the reset instead — refused either way, never left hanging
+  else eq(by.open || 0, 0, `flood connections left hanging: ${JSON.stringify(by)}`);
   ok(cpu < (sanitized ? 3 : 1), `${cpu.toFixed(2)} s of CPU during the flood: spinning?`);
   // a new client during the flood: 503 at once, not a hang
   const t1 = Date.now();
