@@ -643,6 +643,11 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
 static int reserve_fd = -1;      /* /dev/null, given up to answer a connection; -1 = none */
 static char shed_server[64] = "divan"; /* the Server header of the answer */
 static pthread_mutex_t shed_mu = PTHREAD_MUTEX_INITIALIZER; /* reserve_fd, shed_server */
+/* Every accept holds it shared, shed() alone: the other pool threads
+ * accept from the same socket, and one of them would take the descriptor
+ * the reserve just gave up (it is the lowest free), leaving shed() without
+ * one and the connections waiting in the backlog unanswered. */
+static pthread_rwlock_t accept_rw = PTHREAD_RWLOCK_INITIALIZER;
 static _Atomic uint64_t shed_n;  /* connections answered 503 for want of descriptors */
 
 static int sys_accept4(int fd, struct sockaddr *a, socklen_t *l, int flags) {
@@ -652,7 +657,9 @@ static int sys_accept4(int fd, struct sockaddr *a, socklen_t *l, int flags) {
 /* Answer every connection waiting on lfd 503 (out of descriptors). */
 static void shed(int lfd) {
   int n = 0;
+  pthread_rwlock_wrlock(&accept_rw);
   pthread_mutex_lock(&shed_mu);
+  if (reserve_fd < 0) reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* lost before: again */
   while (n < SHED_MAX && reserve_fd >= 0) {
     close(reserve_fd);
     int c = sys_accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -669,6 +676,7 @@ static void shed(int lfd) {
   }
   int none = reserve_fd < 0;
   pthread_mutex_unlock(&shed_mu);
+  pthread_rwlock_unlock(&accept_rw);
   uint64_t before = atomic_fetch_add(&shed_n, (uint64_t)n);
   if (n && (before == 0 || (before + (uint64_t)n) / 1000 != before / 1000)) /* the first, then every 1000th */
     log_warning("out of file descriptors: %llu new connections answered 503 so far", (unsigned long long)(before + (uint64_t)n));
@@ -677,7 +685,11 @@ static void shed(int lfd) {
 
 /* libmicrohttpd's accept4 (see above). */
 int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+  pthread_rwlock_rdlock(&accept_rw);
   int c = sys_accept4(fd, addr, len, flags);
+  int e = errno;
+  pthread_rwlock_unlock(&accept_rw);
+  errno = e;
   if (c >= 0 || (errno != EMFILE && errno != ENFILE)) return c;
   shed(fd);
   errno = EAGAIN;

@@ -134,4 +134,4 @@ test('after a restart every acknowledged write is there; writes work again', asy
   // TODO(divan check): run `divan check --data DIR` on dataDir here once it lands on main (issue 22).
 });
 
-run();
+run().then(() => process.exit());

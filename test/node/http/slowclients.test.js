@@ -24,6 +24,7 @@ const BODY_TIMEOUT = 2, MIN_RATE = 1000, SEND_TIMEOUT = 3, THREADS = 2;
 const AUTH = 'Basic ' + Buffer.from('admin:testpass').toString('base64');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let srv, U;
+process.on('exit', () => { if (srv) { try { process.kill(srv.pid, 'SIGKILL'); } catch (e) { /* gone */ } } });
 
 // A request whose head goes at once and whose body goes in `pieces`, one
 // every `everyMs`. Resolves to { status, text, ms (to the answer or close), closed }.
@@ -145,7 +146,7 @@ test(`a feed whose reader stops reading is closed after send_timeout (${SEND_TIM
   const stuck = feed('feed=continuous&include_docs=true&since=0&heartbeat=500');
   const pauser = feed('feed=continuous&include_docs=true&since=0&heartbeat=500', { pauseMs: (SEND_TIMEOUT - 1.5) * 1000 });
   const reader = feed('feed=continuous&since=now&heartbeat=500', { pauseMs: 0 });
-  await sleep(500);
+  for (let i = 0; i < 100 && (await changesClients()) < base + 3; i++) await sleep(50);
   eq(await changesClients(), base + 3);
   const t0 = Date.now();
   let n;
@@ -173,6 +174,6 @@ test(`a feed whose reader stops reading is closed after send_timeout (${SEND_TIM
   stuck.s.destroy(); pauser.s.destroy(); reader.s.destroy();
 });
 
-test('stop', async () => { await srv.stop(); });
+test('stop', async () => { await srv.stop(); require('fs').rmSync(srv.dataDir, { recursive: true, force: true }); srv = null; });
 
-run();
+run().then(() => process.exit()); // a failed check may leave sockets open
