@@ -10,11 +10,13 @@
 //   - reads keep answering; /_up is 404 {"status":"read_only","reason"};
 //     the stats' divan.rocksdb.read_only is 1, write_failures counts;
 //   - after a restart without the shim every write answered 201 is there
-//     with the revision it was given, and the store takes writes again.
+//     with the revision it was given, the store takes writes again, and
+//     `divan check` accepts the data directory.
 'use strict';
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { spawnSync } = require('child_process');
 const { test, run, req, eq, ok, isErr } = require('../lib/t');
 const { startDivan } = require('../lib/divan');
 
@@ -131,7 +133,9 @@ test('after a restart every acknowledged write is there; writes work again', asy
   eq(st.read_only.value, 0);
   await srv.stop();
   srv = null;
-  // TODO(divan check): run `divan check --data DIR` on dataDir here once it lands on main (issue 22).
+  // every invariant of the key layout holds on what the restart recovered
+  const ck = spawnSync(bin, ['check', '--data', dataDir], { encoding: 'utf8' });
+  eq(ck.status, 0, `divan check: ${ck.stdout}${ck.stderr}`);
 });
 
 run().then(() => process.exit());
