@@ -735,14 +735,12 @@ static void conn_append(hsrv *s, hconn *c) {
 }
 
 /* Close c for the server's sake (cmu held): 408 when a head was under way,
- * 503 (Retry-After) when no request came on it yet, else a plain close. */
+ * else a plain close. */
 static void conn_evict(hconn *c, int rc) {
   pthread_mutex_lock(&c->mu);
   if (!c->refused) {
     if (c->w.in_head) {
       conn_refuse(c, rc);
-    } else if (!c->w.heads) {
-      conn_refuse(c, DV_EOVERLOADED);
     } else {
       c->refused = 1;
       c->linger_until = 0;
