@@ -2028,7 +2028,7 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   size_t memtable_mb = o->memtable_mb ? o->memtable_mb : mem_mb / 16;
   size_t cache_mb = o->block_cache_mb ? o->block_cache_mb : mem_mb / 8;
   d->h_budget = (mem_mb << 20) / 16;
-  d->batch_bytes = (mem_mb << 20) / 16;
+  d->batch_bytes = (mem_mb << 20) / 32;
   rocksdb_options_set_write_buffer_size(d->opts, memtable_mb << 20);
   rocksdb_options_set_max_write_buffer_number(d->opts, 2);
   rocksdb_options_set_compression(d->opts, rocksdb_lz4_compression);
