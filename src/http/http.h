@@ -67,6 +67,7 @@
  * a 1,000-document _bulk_docs body of 250 KB peaked at ~5.5 MB (its JSON
  * tree and arena, the write set of its ~15,000 KVs, the response). */
 #define HTTP_BODY_COST 24
+#define HTTP_BODY_FREE (64u << 10)           /* a body this small is never refused for the budget */
 #define HTTP_RETRY_AFTER "1"                 /* seconds, in a 503's Retry-After */
 
 typedef struct http_opts {

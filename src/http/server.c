@@ -913,22 +913,29 @@ struct hctx {
 };
 
 /* The body budget ([divan] memory_limit's share for requests): charge x for
- * a body of `bytes`, as HTTP_BODY_COST × bytes. A body is refused (0) when
- * others are in flight and it would take the total past the budget; alone
- * it always passes (max_http_request_size bounds it), so one big request
- * never waits for nothing. */
+ * a body of `bytes`, as HTTP_BODY_COST × bytes, from its head until its
+ * answer is built (answer_now). A body is refused (0) when others are in
+ * flight and it would take the total past the budget; alone it always
+ * passes (max_http_request_size bounds it), so one big request never waits
+ * for nothing, and a small one (HTTP_BODY_FREE) always passes: the budget
+ * holds back big bodies, never a plain document write. */
 static int admit(hsrv *s, struct hctx *x, size_t bytes) {
   if (!s->o.body_budget) return 1;
   size_t want = bytes * HTTP_BODY_COST;
   if (want <= x->charged) return 1;
   size_t add = want - x->charged;
   size_t before = atomic_fetch_add(&s->body_cost, add);
-  if (before > x->charged && before + add > s->o.body_budget) {
+  if (bytes > HTTP_BODY_FREE && before > x->charged && before + add > s->o.body_budget) {
     atomic_fetch_sub(&s->body_cost, add);
     return 0;
   }
   x->charged = want;
   return 1;
+}
+
+static void unadmit(hsrv *s, struct hctx *x) {
+  if (x->charged) atomic_fetch_sub(&s->body_cost, x->charged);
+  x->charged = 0;
 }
 
 void hres_defer(hreq *r) { ((struct hctx *)r)->deferred = 1; }
@@ -1084,6 +1091,7 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 
 static enum MHD_Result answer_now(struct hctx *x) {
   x->answered = 1;
+  unadmit(x->r.srv, x); /* its body is handled: the answer is built */
   if (x->r.feed) return queue_feed(&x->r);
   if (x->stream) return queue_stream(x);
   return send_response(&x->r);
@@ -1318,7 +1326,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
   buf_free(&r->out);
   dv_free(r->body);
   arena_free(&r->a);
-  if (x->charged) atomic_fetch_sub(&((hsrv *)cls)->body_cost, x->charged);
+  unadmit(cls, x);
   dv_free(x);
   *ctx = NULL;
 }
