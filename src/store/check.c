@@ -216,26 +216,33 @@ static int gwalk_step(ck *c, void *arg) {
 }
 
 /* Walk [begin, end) by groups of n_elems elements after base bytes. */
-static int walk_groups(ck *c, const dv_buf *begin, const dv_buf *end, size_t base, int n_elems, group_fn fn) {
-  gwalk g = {.base = base, .n_elems = n_elems, .fn = fn};
-  buf_init(&g.cur);
-  buf_init(&g.end);
-  buf_init(&g.next);
-  buf_append(&g.cur, begin->p, begin->len);
-  buf_append(&g.end, end->p, end->len);
-  int rc = buf_error(&g.cur) || buf_error(&g.end) ? DV_ENOMEM : 0;
-  while (!rc && !g.done) {
-    rc = run_step(c, gwalk_step, &g);
+/* The walkers' driver: [begin, end) in steps of one transaction each, every
+ * step resuming where the last one's cursor (next) stopped, until done. */
+static int walk_drive(ck *c, int (*step)(ck *c, void *arg), void *arg, dv_buf *cur, dv_buf *endb, dv_buf *next,
+                      const int *done, const dv_buf *begin, const dv_buf *end) {
+  buf_init(cur);
+  buf_init(endb);
+  buf_init(next);
+  buf_append(cur, begin->p, begin->len);
+  buf_append(endb, end->p, end->len);
+  int rc = buf_error(cur) || buf_error(endb) ? DV_ENOMEM : 0;
+  while (!rc && !*done) {
+    rc = run_step(c, step, arg);
     if (!rc) {
-      buf_reset(&g.cur);
-      buf_append(&g.cur, g.next.p, g.next.len);
-      if (buf_error(&g.cur)) rc = DV_ENOMEM;
+      buf_reset(cur);
+      buf_append(cur, next->p, next->len);
+      if (buf_error(cur)) rc = DV_ENOMEM;
     }
   }
-  buf_free(&g.cur);
-  buf_free(&g.end);
-  buf_free(&g.next);
+  buf_free(cur);
+  buf_free(endb);
+  buf_free(next);
   return rc;
+}
+
+static int walk_groups(ck *c, const dv_buf *begin, const dv_buf *end, size_t base, int n_elems, group_fn fn) {
+  gwalk g = {.base = base, .n_elems = n_elems, .fn = fn};
+  return walk_drive(c, gwalk_step, &g, &g.cur, &g.end, &g.next, &g.done, begin, end);
 }
 
 /* ---- walk_skip ---------------------------------------------------------- */
@@ -279,24 +286,7 @@ static int swalk_step(ck *c, void *arg) {
 
 static int walk_skip(ck *c, const dv_buf *begin, const dv_buf *end, size_t base, int n_elems, skip_fn fn) {
   swalk g = {.base = base, .n_elems = n_elems, .fn = fn};
-  buf_init(&g.cur);
-  buf_init(&g.end);
-  buf_init(&g.next);
-  buf_append(&g.cur, begin->p, begin->len);
-  buf_append(&g.end, end->p, end->len);
-  int rc = buf_error(&g.cur) || buf_error(&g.end) ? DV_ENOMEM : 0;
-  while (!rc && !g.done) {
-    rc = run_step(c, swalk_step, &g);
-    if (!rc) {
-      buf_reset(&g.cur);
-      buf_append(&g.cur, g.next.p, g.next.len);
-      if (buf_error(&g.cur)) rc = DV_ENOMEM;
-    }
-  }
-  buf_free(&g.cur);
-  buf_free(&g.end);
-  buf_free(&g.next);
-  return rc;
+  return walk_drive(c, swalk_step, &g, &g.cur, &g.end, &g.next, &g.done, begin, end);
 }
 
 /* [P+(sub,), P+(sub,)+0xff) into b, e; *base = its prefix length. */
