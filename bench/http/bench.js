@@ -372,6 +372,7 @@ runBench('http bench', { which: WHICH, tmp: TMP, web }, async (servers, tStart) 
   if (d1) {
     const s = servers.find((x) => x.name === 'divan');
     await stopProc(s.proc);
+    servers.splice(servers.indexOf(s), 1); // gone: nothing to pause or resume any more
     const bin = process.env.BENCH_ENGINE_BIN || path.join(path.dirname(path.resolve(process.env.DIVAN_BIN || 'divan')), 'bench', 'bench_engine');
     const out = execFileSync(bin, [path.join(TMP, s.name), 'bulk1', '1000']).toString();
     log(out.split('\n').filter((l) => !l.startsWith('ENGINEJSON')).join('\n').trim());
