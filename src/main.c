@@ -3,6 +3,8 @@
  *   divan serve [--data DIR] [--bind ADDR] [--port N] [--threads N] ...
  *   divan inspect [--data DIR] [--db NAME]
  *   divan check [--data DIR | --fdb [CLUSTER_FILE]] [--db NAME]
+ *   divan dump [--data DIR | --fdb [CLUSTER_FILE]] [-o FILE] DB
+ *   divan load [--data DIR | --fdb [CLUSTER_FILE]] [-i FILE] DB
  *   divan --help | --version | COMMAND --help
  *
  * Commands and their flags are tables ("the command line" below), read
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli/check.h"
+#include "cli/dump.h"
 #include "cli/inspect.h"
 #include "api/api.h"
 #include "auth/auth.h"
@@ -88,6 +91,14 @@ struct check_opts {
   const char *fdb_library;  /* libfdb_c to load, NULL = the default */
 };
 
+struct dump_opts {
+  const char *data;         /* data directory */
+  const char *db;           /* the database (--db, or the last argument) */
+  const char *file;         /* -o / -i FILE, NULL = stdout / stdin */
+  const char *cluster_file; /* --fdb's cluster file, NULL = FDB's default */
+  const char *fdb_library;  /* libfdb_c to load, NULL = the default */
+};
+
 enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4, GIVEN_FDB = 8, GIVEN_CONNS_IP = 16 };
 
 enum flag_kind {
@@ -122,6 +133,7 @@ struct cli_cmd {
 #define SERVE(f) offsetof(struct serve_opts, f)
 #define INSPECT(f) offsetof(struct inspect_opts, f)
 #define CHECK(f) offsetof(struct check_opts, f)
+#define DUMP(f) offsetof(struct dump_opts, f)
 #define HELP_FLAG {"--help", "-h", NULL, FLAG_HELP, 0, 0, 0, 0, "this text"}
 
 static const cli_flag serve_flags[] = {
@@ -173,6 +185,30 @@ static const cli_flag check_flags[] = {
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 
+static const cli_flag dump_flags[] = {
+    {"--data", NULL, "DIR", FLAG_STR, 0, 0, DUMP(data), 0, "data directory (default ./data)"},
+    {"--db", NULL, "NAME", FLAG_STR, 0, 0, DUMP(db), 0, "the database (or give it as the last argument)"},
+    {"--output", "-o", "FILE", FLAG_STR, 0, 0, DUMP(file), 0, "write the dump to FILE (default stdout)"},
+    {"--fdb", NULL, "[CLUSTER_FILE]", FLAG_OPT_STR, 0, 0, DUMP(cluster_file), GIVEN_FDB,
+     "dump from a FoundationDB cluster's store (default: FDB's own cluster file)"},
+    {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, DUMP(fdb_library), GIVEN_FDB_LIB,
+     "the libfdb_c to load (default libfdb_c.so)"},
+    HELP_FLAG,
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+static const cli_flag load_flags[] = {
+    {"--data", NULL, "DIR", FLAG_STR, 0, 0, DUMP(data), 0, "data directory, created if missing (default ./data)"},
+    {"--db", NULL, "NAME", FLAG_STR, 0, 0, DUMP(db), 0, "the new database (or give it as the last argument)"},
+    {"--input", "-i", "FILE", FLAG_STR, 0, 0, DUMP(file), 0, "read the dump from FILE (default stdin)"},
+    {"--fdb", NULL, "[CLUSTER_FILE]", FLAG_OPT_STR, 0, 0, DUMP(cluster_file), GIVEN_FDB,
+     "load into a FoundationDB cluster's store (default: FDB's own cluster file)"},
+    {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, DUMP(fdb_library), GIVEN_FDB_LIB,
+     "the libfdb_c to load (default libfdb_c.so)"},
+    HELP_FLAG,
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
 /* divan's own flags, before any command */
 static const cli_flag main_flags[] = {
     {"--help", "-h", NULL, FLAG_HELP, 0, 0, 0, 0, "this text; divan COMMAND --help: one command's"},
@@ -219,6 +255,8 @@ static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char
 static int cmd_serve(const cli_cmd *cmd, int argc, char **argv);
 static int cmd_inspect(const cli_cmd *cmd, int argc, char **argv);
 static int cmd_check(const cli_cmd *cmd, int argc, char **argv);
+static int cmd_dump(const cli_cmd *cmd, int argc, char **argv);
+static int cmd_load(const cli_cmd *cmd, int argc, char **argv);
 
 static const cli_cmd commands[] = {
     {"serve", "start the server: CouchDB's HTTP API over the store in --data or a FoundationDB cluster",
@@ -234,6 +272,17 @@ static const cli_cmd commands[] = {
      "  problem was found, 2 when the store cannot be opened. The server must not be\n"
      "  running on --data (a running server answers GET /_node/_local/_check).\n",
      check_flags, cmd_check},
+    {"dump", "write one database to a dump file: every key, revision, attachment and changes row",
+     "  divan dump --data DIR|--fdb [CLUSTER_FILE] DB > FILE. The file is versioned,\n"
+     "  checksummed and compressed (README \"Dump and load\"); the database may take writes\n"
+     "  meanwhile (FoundationDB): they are caught up. Exit status 0 done, 1 the database\n"
+     "  kept changing, 2 usage, open errors or no such database.\n",
+     dump_flags, cmd_dump},
+    {"load", "load a dump file as a new database, keeping its sequences",
+     "  divan load --data DIR|--fdb [CLUSTER_FILE] DB < FILE. DB must not exist; nothing is\n"
+     "  visible until the whole file is in. Exit status 0 done, 1 the file was refused\n"
+     "  (damaged, truncated, a newer format) or DB exists, 2 usage or open errors.\n",
+     load_flags, cmd_load},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -805,6 +854,31 @@ static int cmd_check(const cli_cmd *cmd, int argc, char **argv) {
                        .fdb_library = o.fdb_library};
   return cli_check_run(&co);
 }
+
+/* dump and load: the database may come last, after the flags. */
+static int cmd_dump_load(const cli_cmd *cmd, int argc, char **argv, int load) {
+  struct dump_opts o = {.data = "./data"};
+  int given = 0;
+  const char *pos = NULL;
+  if (argc > 0 && argv[argc - 1][0] != '-') pos = argv[--argc];
+  int rc = parse_flags(cmd, cmd->flags, argc, argv, &o, &given);
+  if (rc != PARSED) return rc;
+  if (pos && o.db) {
+    fprintf(stderr, "divan: two databases ('%s' and --db %s); %s\n", pos, o.db, hint(cmd));
+    return 2;
+  }
+  if (pos) o.db = pos;
+  if (!o.db) {
+    fprintf(stderr, "divan: which database? give its name last; %s\n", hint(cmd));
+    return 2;
+  }
+  cli_dump_opts co = {.data = o.data, .db = o.db, .file = o.file, .fdb = (given & GIVEN_FDB) != 0,
+                      .cluster_file = o.cluster_file, .fdb_library = o.fdb_library};
+  return load ? cli_load_run(&co) : cli_dump_run(&co);
+}
+
+static int cmd_dump(const cli_cmd *cmd, int argc, char **argv) { return cmd_dump_load(cmd, argc, argv, 0); }
+static int cmd_load(const cli_cmd *cmd, int argc, char **argv) { return cmd_dump_load(cmd, argc, argv, 1); }
 
 int main(int argc, char **argv) {
   if (argc < 2) {

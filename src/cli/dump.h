@@ -1,0 +1,29 @@
+/* dump.h — `divan dump` and `divan load` (store/dump.h): one database to
+ * a dump file and back, on a store the server is not running on (the
+ * embedded store's lock refuses a second process) or on a FoundationDB
+ * cluster (which stays online: the dump catches up with writes made
+ * meanwhile).
+ *
+ *   divan dump --data DIR|--fdb [CLUSTER_FILE] DB > FILE   (or -o FILE)
+ *   divan load --data DIR|--fdb [CLUSTER_FILE] DB < FILE   (or -i FILE)
+ * On success one line on stderr says what was copied and how fast. Exit
+ * status: 0 done, 1 the file was refused (damaged, truncated, a newer
+ * format) or the database exists / kept changing, 2 usage or open errors.
+ * A load that fails leaves nothing behind.
+ */
+#ifndef DV_CLI_DUMP_H
+#define DV_CLI_DUMP_H
+
+typedef struct cli_dump_opts {
+  const char *data;          /* data directory (the embedded store) */
+  const char *db;            /* the database */
+  const char *file;          /* -o / -i, NULL = stdout / stdin */
+  int fdb;                   /* 1: a FoundationDB cluster instead of data */
+  const char *cluster_file;  /* its cluster file, NULL = FDB's default */
+  const char *fdb_library;   /* libfdb_c to load, NULL = the default */
+} cli_dump_opts;
+
+int cli_dump_run(const cli_dump_opts *o);
+int cli_load_run(const cli_dump_opts *o);
+
+#endif
