@@ -128,7 +128,7 @@ FUZZ_CFLAGS = -std=gnu11 -O1 -g -Isrc -Itest -fsanitize=fuzzer,address,undefined
               -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter
 $(FUZZ_DIR)/%: test/fuzz/%.c $(LIB_SRC) $(wildcard src/*/*.h) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/% src/api/% src/auth/% src/repl/% $(FUZZ_NOLINK),$(LIB_SRC)) src/store/body.c src/store/name.c src/repl/spec.c src/http/url.c src/auth/crypto.c src/auth/authparse.c src/http/hparse.c src/http/hwire.c -lcrypto -lz -lm $$(pkg-config --libs icu-i18n icu-uc)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(filter-out src/kv/% src/store/% src/cli/% src/http/% src/api/% src/auth/% src/repl/% $(FUZZ_NOLINK),$(LIB_SRC)) src/store/body.c src/store/name.c src/store/dumpfmt.c src/repl/spec.c src/http/url.c src/auth/crypto.c src/auth/authparse.c src/http/hparse.c src/http/hwire.c -lcrypto -lz -lm $$(pkg-config --libs icu-i18n icu-uc)
 
 # fuzz_check runs the store's checker over a real store, so it links kv/
 # and store/ (RocksDB in a temporary directory), and kv/'s C++ file built

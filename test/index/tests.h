@@ -1,6 +1,12 @@
 /* The index layer's tests: X(name, timeout_seconds). */
 #define INDEX_TESTS(X) \
   X(check_clean, 30) \
+  X(dump_round_trip, 30) \
+  X(dump_round_trip_fdb, 30) \
+  X(dump_catch_up, 30) \
+  X(dump_refused_files, 60) \
+  X(dump_refused_after_batches, 60) \
+  X(dump_fuzz_smoke, 120) \
   X(check_clean_fdb, 30) \
   X(check_changes_rows, 30) \
   X(check_branches, 30) \
