@@ -859,9 +859,30 @@ static int cmd_check(const cli_cmd *cmd, int argc, char **argv) {
 static int cmd_dump_load(const cli_cmd *cmd, int argc, char **argv, int load) {
   struct dump_opts o = {.data = "./data"};
   int given = 0;
+  /* the database: the last argument that is no flag and no flag's value
+   * (--fdb's optional value only when something follows it) */
   const char *pos = NULL;
-  if (argc > 0 && argv[argc - 1][0] != '-') pos = argv[--argc];
-  int rc = parse_flags(cmd, cmd->flags, argc, argv, &o, &given);
+  char *rest[64];
+  int n = 0;
+  for (int i = argc - 1; i >= 0 && !pos; i--) {
+    if (argv[i][0] == '-') continue;
+    const cli_flag *f = NULL;
+    if (i > 0 && argv[i - 1][0] == '-' && !strchr(argv[i - 1], '='))
+      for (f = cmd->flags; f->name && strcmp(argv[i - 1], f->name) && !(f->alias && !strcmp(argv[i - 1], f->alias));)
+        f++;
+    if (f && f->name && f->value && (f->kind != FLAG_OPT_STR || i < argc - 1)) continue;
+    pos = argv[i];
+    for (int j = 0; j < argc && n < 64; j++)
+      if (j != i) rest[n++] = argv[j];
+  }
+  if (argc > 64) {
+    fprintf(stderr, "divan: too many arguments; %s\n", hint(cmd));
+    return 2;
+  }
+  if (!pos) {
+    for (int j = 0; j < argc; j++) rest[n++] = argv[j];
+  }
+  int rc = parse_flags(cmd, cmd->flags, n, rest, &o, &given);
   if (rc != PARSED) return rc;
   if (pos && o.db) {
     fprintf(stderr, "divan: two databases ('%s' and --db %s); %s\n", pos, o.db, hint(cmd));

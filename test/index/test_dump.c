@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "index/icheck.h"
 #include "index/mindex.h"
@@ -410,6 +411,61 @@ TEST(dump_refused_after_batches) {
   nothing_loaded(t);
   buf_free(&f);
   storet_close(t);
+}
+
+/* ---- the command line -------------------------------------------------------- */
+
+static int sh(const char *cmd, dv_arena *a, char **out) {
+  FILE *p = popen(cmd, "r");
+  ASSERT(p);
+  size_t cap = 1 << 16, n = 0;
+  char *b = arena_alloc(a, cap);
+  size_t k;
+  while ((k = fread(b + n, 1, cap - 1 - n, p)) > 0) n += k;
+  b[n] = 0;
+  *out = b;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(dump_cli) {
+  const char *bin = getenv("DIVAN_BIN");
+  if (!bin) bin = "build/cc/divan";
+  storet *t = build();
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", t->dir);
+  mindex_stop();
+  storet_close(t); /* one process owns a data directory */
+  const char *tmp = test_tmpdir();
+  dv_arena a;
+  arena_init(&a, 0);
+  char cmd[4096], *out;
+  snprintf(cmd, sizeof cmd, "%s dump --data '%s' db > '%s/f.dump' 2>'%s/err'; st=$?; cat '%s/err'; exit $st", bin,
+           dir, tmp, tmp, tmp);
+  int st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "divan dump: db: "), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s load --data '%s/t' copy -i '%s/f.dump' 2>&1", bin, tmp, tmp);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "incarnation 1"), "exit %d:\n%s", st, out);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 1 && strstr(out, "exists; nothing was loaded"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s check --data '%s/t' 2>&1", bin, tmp);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "; 0 problems"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "head -c 500 '%s/f.dump' | %s load --data '%s/t' cut 2>&1", tmp, bin, tmp);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 1 && strstr(out, "divan load: cut: the dump file is truncated; nothing was loaded"), "exit %d:\n%s",
+          st, out);
+  snprintf(cmd, sizeof cmd, "%s dump --data '%s' -o '%s/g.dump' nosuch 2>&1", bin, dir, tmp);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 2 && strstr(out, "no such database"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s dump --data '%s' 2>&1", bin, dir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 2 && strstr(out, "which database?"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s load --data '%s/t' copy2 < /dev/null 2>&1", bin, tmp);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 1 && strstr(out, "not a divan dump"), "exit %d:\n%s", st, out);
+  arena_free(&a);
 }
 
 TEST(dump_fuzz_smoke) { test_fuzz_smoke("fuzz_dump"); }

@@ -6,6 +6,7 @@
   X(dump_catch_up, 30) \
   X(dump_refused_files, 60) \
   X(dump_refused_after_batches, 60) \
+  X(dump_cli, 60) \
   X(dump_fuzz_smoke, 120) \
   X(check_clean_fdb, 30) \
   X(check_changes_rows, 30) \
