@@ -1180,6 +1180,26 @@ static int prefix_first(ck *c, const kv_pair *p, size_t glen) {
   int64_t v = pf.i64;
   if (bsearch(&v, c->prefixes, c->n_prefixes, sizeof v, cmp_i64)) return 0;
   if (v > c->counter0) return 0; /* a database created since the dbs walk began */
+  dv_buf lk; /* a load in progress, or one killed midway (dump.c) */
+  buf_init(&lk);
+  st_key_cluster(c->s, &lk, &w, "loads");
+  tup_int(&w, v);
+  const uint8_t *lv;
+  size_t lvl;
+  int found;
+  int rc = buf_error(&lk) ? DV_ENOMEM : kv_get(c->txn, lk.p, lk.len, KV_SNAPSHOT, &lv, &lvl, &found);
+  buf_free(&lk);
+  if (rc) return rc;
+  if (found) {
+    tup_item nm;
+    tup_r_init(&r, lv, lvl);
+    int ok = !tup_get(&r, TUP_STR, &nm);
+    find(c, 1, NULL, 0, NULL,
+         "keys under prefix %lld of an unfinished `divan load` of %.*s: one running now, or one killed midway "
+         "(its keys and its (R,0,\"loads\") row can be cleared)",
+         (long long)v, ok ? (int)nm.s_len : 1, ok ? (const char *)nm.s : "?");
+    return 0;
+  }
   char exp[64];
   snprintf(exp, sizeof exp, "no keys (no database has DbPrefix %lld)", (long long)v);
   PROBLEM(c, NULL, 0, exp, "keys under the dead database prefix %lld", (long long)v);

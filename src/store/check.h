@@ -33,6 +33,8 @@
  *   dbs        each (R,0,"dbs",Name) row decodes; no two share a DbPrefix;
  *              every DbPrefix is at most prefix_counter
  *   prefixes   no key under (R,1,DbPrefix) for a prefix no database names
+ *              (a note instead when (R,0,"loads",DbPrefix) marks it: a
+ *              `divan load` running or killed midway, dump.c)
  *   db_updates every database has its (R,0,"db_updates_by_name") row,
  *              naming an index row of that database; every index row is
  *              the one its database's by_name row names

@@ -52,9 +52,12 @@
  *   changes rows + 1, a new DbUUID), a "created" event, the metadata
  *   version: one transaction. Until it commits nothing is visible.
  *   Any error (a damaged file included) ─▶ clear P' and return the reason.
- *   A load killed midway leaves keys under a prefix no dbs row names:
- *   `divan check` reports it ("keys under a prefix no database names", a
- *   problem) and they can be dropped with a clear of that prefix.
+ *   The first transaction also writes (R,0,"loads",P') = (Name, StartedAt),
+ *   cleared with the dbs row's write or the prefix's clear: a load killed
+ *   midway leaves keys under a prefix no dbs row names and that mark, and
+ *   `divan check` reports them as a note ("an unfinished `divan load`"),
+ *   not a problem; they can be dropped with a clear of the prefix and the
+ *   mark (a running load looks the same: check cannot tell them apart).
  * Memory: one dump block, one batch, one document's id list page.
  */
 #include <string.h>
@@ -404,6 +407,15 @@ typedef struct lctx {
   const char *why;
 } lctx;
 
+/* k = (R,0,"loads",DbPrefix): the mark of a load in progress, which
+ * `divan check` reports as a note beside the prefix's keys. */
+static int loads_key(lctx *l, dv_buf *k) {
+  tup_w w;
+  st_key_cluster(l->s, k, &w, "loads");
+  tup_int(&w, l->prefix);
+  return buf_error(k) ? DV_ENOMEM : 0;
+}
+
 static int prefix_fn(kv_txn *txn, void *arg) {
   lctx *l = arg;
   dv_buf k;
@@ -420,6 +432,16 @@ static int prefix_fn(kv_txn *txn, void *arg) {
     st_le64(l->prefix, le);
     rc = kv_set(txn, k.p, k.len, le, 8);
   }
+  dv_buf v2;
+  buf_init(&v2);
+  if (!rc) rc = loads_key(l, &k);
+  if (!rc) {
+    tup_w_init(&w, &v2);
+    tup_str(&w, l->name, l->name_len);
+    tup_int(&w, st_now_us());
+    rc = buf_error(&v2) ? DV_ENOMEM : kv_set(txn, k.p, k.len, v2.p, v2.len);
+  }
+  buf_free(&v2);
   buf_free(&k);
   return rc;
 }
@@ -431,6 +453,8 @@ static int drop_fn(kv_txn *txn, void *arg) {
   buf_init(&e);
   set_to(&e, l->p.p, l->p.len, 0xff);
   int rc = buf_error(&e) ? DV_ENOMEM : kv_clear_range(txn, l->p.p, l->p.len, e.p, e.len);
+  if (!rc) rc = loads_key(l, &e);
+  if (!rc) rc = kv_clear(txn, e.p, e.len);
   buf_free(&e);
   return rc;
 }
@@ -478,6 +502,8 @@ static int final_write(lctx *l, kv_txn *txn, dv_buf *k, dv_buf *e) {
   tup_int(&w, st_now_us());
   tup_bytes(&w, uuid, 16);
   rc = buf_error(e) ? DV_ENOMEM : kv_set(txn, k->p, k->len, e->p, e->len);
+  if (!rc) rc = loads_key(l, k);
+  if (!rc) rc = kv_clear(txn, k->p, k->len);
   if (!rc) rc = st_mdv_bump(txn);
   if (!rc) rc = st_dbu_event(l->s, txn, l->name, l->name_len, "created");
   if (!rc) rc = st_txid_write(l->s, txn, l->op);

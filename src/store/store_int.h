@@ -18,6 +18,9 @@
  *   (R,0,"db_updates_tick")                     8-byte LE counter bumped by the consumer (watched)
  *   (R,0,"server_uuid")                         16 random bytes, made once (watch.c; GET / uuid)
  *   (R,0,"txids",Bucket,TxId:bytes16)           ""  Bucket = unix minutes
+ *   (R,0,"loads",DbPrefix)                      (DbName, StartedAt)  a `divan load` filling DbPrefix,
+ *                                               which no dbs row names yet (dump.c); cleared with
+ *                                               the dbs row's write or the prefix's clear
  *
  *   per database, P = (R, 1, DbPrefix)
  *   (P,"r",DocID,NotDeleted,RevPos,RevHash)     winner: (0, (Inc,VS), BranchCount, (anc…), JsonSize, KvSize[, (AttID…)])

@@ -381,6 +381,33 @@ TEST(dump_refused_files) {
   storet_close(t);
 }
 
+/* Reads the file; once a load batch must have been committed, checks the
+ * store (a note for the unfinished load, no problem), then fails. */
+typedef struct midload {
+  storet *t;
+  mem_in m;
+  int checked;
+} midload;
+
+static int note_cb(void *arg, const store_check_item *it) {
+  int *seen = arg;
+  if (it->note && strstr(it->what, "unfinished `divan load` of copy")) (*seen)++;
+  return 0;
+}
+
+static long mid_read(void *arg, uint8_t *p, size_t n) {
+  midload *ml = arg;
+  if (ml->m.at > ml->m.n / 10 * 9) { /* 90 % of the file: past the first batch's records */
+    int seen = 0;
+    store_check_out cl = {.cb = note_cb, .arg = &seen};
+    ASSERT_OK(store_check_cluster(ml->t->s, &cl));
+    ASSERTF(cl.counts.problems == 0 && seen == 1, "%lld problems, %d notes", (long long)cl.counts.problems, seen);
+    ml->checked = 1;
+    return DV_EIO;
+  }
+  return mem_read(&ml->m, p, n);
+}
+
 /* A file bigger than one load transaction, cut near its end: the batches
  * already committed under the new prefix are cleared again. */
 TEST(dump_refused_after_batches) {
@@ -409,6 +436,15 @@ TEST(dump_refused_after_batches) {
   refuse(t, c, f.len, DV_ECORRUPT, NULL);
   free(c);
   nothing_loaded(t);
+  /* midway through, the batches committed are marked as a load: a note */
+  midload ml = {.t = t, .m = {f.p, f.len, 0}};
+  const char *why = NULL;
+  ASSERT_EQ(store_load(t->s, "copy", mid_read, &ml, NULL, &why), DV_EIO);
+  ASSERT(ml.checked);
+  nothing_loaded(t);
+  store_check_out cl = {0};
+  ASSERT_OK(store_check_cluster(t->s, &cl));
+  ASSERT_EQ(cl.counts.notes, 0);
   buf_free(&f);
   storet_close(t);
 }
