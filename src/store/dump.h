@@ -35,10 +35,14 @@ typedef struct store_dump_stats {
   int64_t inc;                       /* load: the new database's Incarnation */
 } store_dump_stats;
 
-/* Write database `name` to out. 0, or DV_ENO_DB, DV_EBUSY-like
- * DV_ECONFLICT (the database kept changing for max_rounds rounds; *why
- * says so), out's error, kv errors. *why (may be NULL) gets a one-line
- * reason on failure. st may be NULL. */
+/* Write database `name` to out. 0, or DV_ENO_DB, DV_ECONFLICT (writes
+ * went on through max_rounds catch-up rounds), out's error, kv errors.
+ * *why (may be NULL) gets a one-line reason on failure. st may be NULL.
+ * Limits: a document caught up is read in one transaction (its revisions,
+ * bodies and attachment chunks), so one whose attachments take longer than
+ * kv's 5 s to read fails the dump with transaction_too_old; index rows are
+ * copied as they are (an index being built meanwhile is copied as far as
+ * it got, in several snapshots). */
 int store_dump(store *s, const char *name, const store_dump_opts *o, dump_out_fn out, void *arg,
                store_dump_stats *st, const char **why) DV_MUST_CHECK;
 
