@@ -110,6 +110,9 @@ typedef struct dctx {
   kv_txn *txn;
   dv_arena a;
   const char *why;
+  const store_dump_opts *o; /* may be NULL */
+  size_t txn_bytes;
+  int full;                 /* 1 during the full pass (o->each_txn) */
 } dctx;
 
 /* Copy [begin, end) as K records in bounded snapshot transactions. */
@@ -136,9 +139,10 @@ static int copy_range(dctx *c, const dv_buf *begin, const dv_buf *end) {
       dump_w_kv(&c->w, kp.key + c->p.len, kp.key_len - c->p.len, kp.val, kp.val_len);
       set_to(&from, kp.key, kp.key_len, 0);
       n += kp.key_len + kp.val_len;
-      if (n >= STORE_DUMP_TXN_BYTES || mono_ms() - t0 >= STORE_DUMP_TXN_MS) break;
+      if (n >= c->txn_bytes || mono_ms() - t0 >= STORE_DUMP_TXN_MS) break;
     }
     kv_iter_free(it);
+    if (c->full && c->o && c->o->each_txn) c->o->each_txn(c->o->arg);
     if (buf_error(&from)) r = DV_ENOMEM;
     if (c->w.err) r = c->w.err;
     if (r == 0) more = 0;
@@ -306,6 +310,7 @@ static int dump_run(dctx *c, const char *name, const store_dump_opts *o, store_d
   dump_w_header(&c->w, name, strlen(name), inc);
 
   /* the full pass: [P, (P,"c",S0)] + ((P,"c")+ff, (P,"l")) + [(P,"p"), P+ff) */
+  c->full = 1;
   dv_buf b, e;
   buf_init(&b);
   buf_init(&e);
@@ -327,6 +332,7 @@ static int dump_run(dctx *c, const char *name, const store_dump_opts *o, store_d
     set_to(&e, c->p.p, c->p.len, 0xff);
     rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : copy_range(c, &b, &e);
   }
+  c->full = 0;
   if (!rc && o && o->after_full) o->after_full(o->arg);
 
   sp = s0, qp = q0;
@@ -368,7 +374,7 @@ static int dump_run(dctx *c, const char *name, const store_dump_opts *o, store_d
 
 int store_dump(store *s, const char *name, const store_dump_opts *o, dump_out_fn out, void *arg,
                store_dump_stats *st, const char **why) {
-  dctx c = {.s = s};
+  dctx c = {.s = s, .o = o, .txn_bytes = o && o->txn_bytes ? o->txn_bytes : STORE_DUMP_TXN_BYTES};
   buf_init(&c.p);
   arena_init(&c.a, 0);
   if (st) memset(st, 0, sizeof *st);

@@ -25,6 +25,10 @@ typedef struct store_dump_opts {
   void (*after_full)(void *arg);
   void *arg;
   int max_rounds;                    /* 0 = STORE_DUMP_ROUNDS */
+  /* tests: bytes read per transaction (0 = STORE_DUMP_TXN_BYTES), and a
+   * call after each transaction of the full pass (writes between them) */
+  size_t txn_bytes;
+  void (*each_txn)(void *arg);
 } store_dump_opts;
 
 typedef struct store_dump_stats {

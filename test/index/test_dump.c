@@ -315,6 +315,60 @@ TEST(dump_catch_up) {
   storet_close(t);
 }
 
+/* Writes between the transactions of the full pass (a few hundred bytes
+ * each): a document's changes row may be copied before a write and its
+ * revisions after it, or the other way round. */
+typedef struct inter {
+  storet *t;
+  uint64_t rs;
+  int calls, writes;
+} inter;
+
+static void between(void *arg) {
+  inter *in = arg;
+  if (in->calls++ % 2 || in->writes >= 40) return;
+  dv_arena *a = &in->t->a;
+  store_db *db = in->t->db;
+  char id[16];
+  snprintf(id, sizeof id, "n%02d", (int)storet_below(&in->rs, 34));
+  json_val *doc;
+  int rc = storet_get(db, a, id, NULL, 0, &doc);
+  if (rc == DV_ENOT_FOUND) ASSERT_OK(storet_put(db, a, id, "{\"v\":1}", NULL, 0, NULL));
+  else if (rc == DV_EDELETED) return;
+  else {
+    ASSERT_OK(rc);
+    store_rev r = storet_doc_rev(a, doc);
+    int del = storet_chance(&in->rs, 1, 5);
+    ASSERT_OK(storet_put(db, a, id, del ? NULL : "{\"v\":300}", storet_rev_str(a, &r), del, NULL));
+  }
+  in->writes++;
+}
+
+TEST(dump_writes_during_full_pass) {
+  storet *t = build();
+  inter in = {.t = t, .rs = storet_seed("dump interleaved writes", 11)};
+  store_dump_opts o = {.each_txn = between, .arg = &in, .txn_bytes = 100};
+  dv_buf f;
+  store_dump_stats st;
+  dump_mem(t, &o, &f, &st);
+  ASSERTF(in.writes >= 20, "%d writes in %d transactions", in.writes, in.calls);
+  ASSERT(st.docs > 0);
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(kvt_newdir("target"), 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  const char *why = NULL;
+  int rc = load_mem(s, "moved", f.p, f.len, &why);
+  ASSERTF(rc == 0, "load: %s (%s)", dv_err_name(rc), why ? why : "");
+  icheck_clean(s, "moved");
+  same_db(t, s, kv, "moved", 1);
+  store_close(s);
+  kv_close(kv);
+  buf_free(&f);
+  mindex_stop();
+  storet_close(t);
+}
+
 /* ---- refused files ------------------------------------------------------------- */
 
 /* No database but "db", no key under any prefix no database names, and

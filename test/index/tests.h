@@ -4,6 +4,7 @@
   X(dump_round_trip, 30) \
   X(dump_round_trip_fdb, 30) \
   X(dump_catch_up, 30) \
+  X(dump_writes_during_full_pass, 60) \
   X(dump_refused_files, 60) \
   X(dump_refused_after_batches, 60) \
   X(dump_cli, 60) \
