@@ -5,6 +5,7 @@
  *   divan check [--data DIR | --fdb [CLUSTER_FILE]] [--db NAME]
  *   divan dump [--data DIR | --fdb [CLUSTER_FILE]] [-o FILE] DB
  *   divan load [--data DIR | --fdb [CLUSTER_FILE]] [-i FILE] DB
+ *   divan move [--then keep|rename|delete] SRC DB DST [NEWNAME]
  *   divan --help | --version | COMMAND --help
  *
  * Commands and their flags are tables ("the command line" below), read
@@ -34,6 +35,7 @@
 #include "index/jsddoc.h"
 #include "index/mindex.h"
 #include "index/view.h"
+#include "store/dump.h"
 #include "index/qs.h"
 #include "kv/kv.h"
 #include "repl/repl.h"
@@ -99,6 +101,11 @@ struct dump_opts {
   const char *fdb_library;  /* libfdb_c to load, NULL = the default */
 };
 
+struct move_opts {
+  const char *then;         /* keep | rename | delete */
+  const char *fdb_library;  /* libfdb_c to load, NULL = the default */
+};
+
 enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4, GIVEN_FDB = 8, GIVEN_CONNS_IP = 16 };
 
 enum flag_kind {
@@ -134,6 +141,7 @@ struct cli_cmd {
 #define INSPECT(f) offsetof(struct inspect_opts, f)
 #define CHECK(f) offsetof(struct check_opts, f)
 #define DUMP(f) offsetof(struct dump_opts, f)
+#define MOVE(f) offsetof(struct move_opts, f)
 #define HELP_FLAG {"--help", "-h", NULL, FLAG_HELP, 0, 0, 0, 0, "this text"}
 
 static const cli_flag serve_flags[] = {
@@ -209,6 +217,15 @@ static const cli_flag load_flags[] = {
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 
+static const cli_flag move_flags[] = {
+    {"--then", NULL, "keep|rename|delete", FLAG_STR, 0, 0, MOVE(then), 0,
+     "what becomes of the source once the target has it (default keep)"},
+    {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, MOVE(fdb_library), GIVEN_FDB_LIB,
+     "the libfdb_c to load for an fdb: store (default libfdb_c.so)"},
+    HELP_FLAG,
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
 /* divan's own flags, before any command */
 static const cli_flag main_flags[] = {
     {"--help", "-h", NULL, FLAG_HELP, 0, 0, 0, 0, "this text; divan COMMAND --help: one command's"},
@@ -257,6 +274,7 @@ static int cmd_inspect(const cli_cmd *cmd, int argc, char **argv);
 static int cmd_check(const cli_cmd *cmd, int argc, char **argv);
 static int cmd_dump(const cli_cmd *cmd, int argc, char **argv);
 static int cmd_load(const cli_cmd *cmd, int argc, char **argv);
+static int cmd_move(const cli_cmd *cmd, int argc, char **argv);
 
 static const cli_cmd commands[] = {
     {"serve", "start the server: CouchDB's HTTP API over the store in --data or a FoundationDB cluster",
@@ -283,6 +301,14 @@ static const cli_cmd commands[] = {
      "  visible until the whole file is in. Exit status 0 done, 1 the file was refused\n"
      "  (damaged, truncated, a newer format) or DB exists, 2 usage or open errors.\n",
      load_flags, cmd_load},
+    {"move", "move a database to another store (or name) without a file, keeping its sequences",
+     "  divan move SRC DB DST [NEWNAME], a store being data:DIR or fdb:[CLUSTER_FILE]. The\n"
+     "  source stays writable while it is copied, then refuses writes (503) during a short\n"
+     "  last catch-up; once the target has it the source is kept (writable again: a copy),\n"
+     "  renamed to DB_moved_<unix seconds> or deleted (--then). NEWNAME must not exist.\n"
+     "  Exit status 0 done, 1 refused (the target exists, the database kept changing),\n"
+     "  2 usage, open errors or no such database.\n",
+     move_flags, cmd_move},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -900,6 +926,48 @@ static int cmd_dump_load(const cli_cmd *cmd, int argc, char **argv, int load) {
 
 static int cmd_dump(const cli_cmd *cmd, int argc, char **argv) { return cmd_dump_load(cmd, argc, argv, 0); }
 static int cmd_load(const cli_cmd *cmd, int argc, char **argv) { return cmd_dump_load(cmd, argc, argv, 1); }
+
+static int cmd_move(const cli_cmd *cmd, int argc, char **argv) {
+  struct move_opts o = {.then = "keep"};
+  char *flags[64], *pos[8];
+  int nf = 0, np = 0;
+  if (argc > 64) {
+    fprintf(stderr, "divan: too many arguments; %s\n", hint(cmd));
+    return 2;
+  }
+  for (int i = 0; i < argc; i++) {
+    if (argv[i][0] != '-') {
+      if (np == 8) {
+        fprintf(stderr, "divan: too many arguments; %s\n", hint(cmd));
+        return 2;
+      }
+      pos[np++] = argv[i];
+      continue;
+    }
+    flags[nf++] = argv[i];
+    const cli_flag *f = cmd->flags;
+    while (f->name && strcmp(argv[i], f->name)) f++;
+    if (f->name && f->value && i + 1 < argc) flags[nf++] = argv[++i];
+  }
+  int given = 0, rc = parse_flags(cmd, cmd->flags, nf, flags, &o, &given);
+  if (rc != PARSED) return rc;
+  if (np < 3 || np > 4) {
+    if (np) fprintf(stderr, "divan: move takes SRC DB DST [NEWNAME], not %d arguments ('%s'…); %s\n", np, pos[0], hint(cmd));
+    else fprintf(stderr, "divan: move takes SRC DB DST [NEWNAME]; %s\n", hint(cmd));
+    return 2;
+  }
+  int then = !strcmp(o.then, "keep")     ? STORE_MOVE_KEEP
+             : !strcmp(o.then, "rename") ? STORE_MOVE_RENAME
+             : !strcmp(o.then, "delete") ? STORE_MOVE_DELETE
+                                         : -1;
+  if (then < 0) {
+    fprintf(stderr, "divan: --then takes keep, rename or delete, not '%s'; %s\n", o.then, hint(cmd));
+    return 2;
+  }
+  cli_move_opts mo = {.src = pos[0], .db = pos[1], .dst = pos[2], .newname = np == 4 ? pos[3] : NULL,
+                      .then = then, .fdb_library = o.fdb_library};
+  return cli_move_run(&mo);
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) {

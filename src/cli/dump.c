@@ -1,5 +1,6 @@
 /* dump.c — `divan dump` / `divan load` (dump.h): open the store, stream
- * store_dump into a file or store_load out of one, report on stderr. */
+ * store_dump into a file or store_load out of one, report on stderr;
+ * `divan move`: both stores open, store_move between them. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,5 +112,66 @@ int cli_load_run(const cli_dump_opts *o) {
   fprintf(stderr, "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)\n",
           o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
           (long long)ds.inc);
+  return 0;
+}
+
+/* "data:DIR" or "fdb:[CLUSTER_FILE]" into o's store fields. */
+static int parse_spec(const char *spec, const char *lib, cli_dump_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->fdb_library = lib;
+  if (!strncmp(spec, "data:", 5) && spec[5]) {
+    o->data = spec + 5;
+    return 0;
+  }
+  if (!strncmp(spec, "fdb:", 4)) {
+    o->fdb = 1;
+    o->cluster_file = spec[4] ? spec + 4 : NULL;
+    return 0;
+  }
+  fprintf(stderr, "divan move: '%s' is no store: write data:DIR or fdb:[CLUSTER_FILE]\n", spec);
+  return 2;
+}
+
+int cli_move_run(const cli_move_opts *o) {
+  cli_dump_opts so, dso;
+  if (parse_spec(o->src, o->fdb_library, &so) || parse_spec(o->dst, o->fdb_library, &dso)) return 2;
+  int same = !strcmp(o->src, o->dst);
+  kv_db *skv, *dkv = NULL;
+  store *s, *d;
+  int st = open_store(&so, "move", 0, &skv, &s);
+  if (st) return st;
+  if (same) {
+    d = s;
+  } else if ((st = open_store(&dso, "move", 1, &dkv, &d))) {
+    store_close(s);
+    kv_close(skv);
+    return st;
+  }
+  const char *to = o->newname ? o->newname : o->db;
+  store_move_opts mo = {.then = o->then};
+  store_move_stats ms;
+  const char *why = NULL;
+  double t0 = now_s();
+  int rc = store_move(s, o->db, d, to, &mo, &ms, &why);
+  double dt = now_s() - t0;
+  if (!same) {
+    store_close(d);
+    kv_close(dkv);
+  }
+  store_close(s);
+  kv_close(skv);
+  if (rc) {
+    fprintf(stderr, "divan move: %s: %s\n", o->db, why ? why : dv_strerror(rc));
+    return rc == DV_ENO_DB || rc == DV_EIO ? 2 : 1;
+  }
+  fprintf(stderr,
+          "divan move: %s -> %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds, "
+          "incarnation %lld); the source was %s%s\n",
+          o->db, to, (unsigned long long)ms.load.kvs, (unsigned long long)ms.load.docs,
+          (unsigned long long)ms.load.bytes, dt, ms.dump.rounds, (long long)ms.load.inc,
+          o->then == STORE_MOVE_DELETE   ? "deleted"
+          : o->then == STORE_MOVE_RENAME ? "renamed to "
+                                         : "kept (writable again: a copy from now on)",
+          o->then == STORE_MOVE_RENAME ? ms.retired : "");
   return 0;
 }

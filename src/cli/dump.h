@@ -23,7 +23,19 @@ typedef struct cli_dump_opts {
   const char *fdb_library;   /* libfdb_c to load, NULL = the default */
 } cli_dump_opts;
 
+/* divan move SRC DB DST [NEWNAME] (store/dump.h store_move): a store is
+ * "data:DIR" or "fdb:[CLUSTER_FILE]"; then is STORE_MOVE_*. Exit status 0
+ * done, 1 refused (the target exists, the database kept changing), 2
+ * usage, open errors or no such database. */
+typedef struct cli_move_opts {
+  const char *src, *dst;     /* store specs */
+  const char *db, *newname;  /* newname NULL = db */
+  int then;                  /* STORE_MOVE_* */
+  const char *fdb_library;   /* libfdb_c to load, NULL = the default */
+} cli_move_opts;
+
 int cli_dump_run(const cli_dump_opts *o);
+int cli_move_run(const cli_move_opts *o);
 int cli_load_run(const cli_dump_opts *o);
 
 #endif

@@ -1126,7 +1126,7 @@ static int dbs_group(ck *c, const kv_pair *p, int n, size_t glen) {
   size_t off = pre.len;
   buf_free(&pre);
   tup_r r;
-  tup_item nm, pf, inc, ca, uu;
+  tup_item nm, pf, inc, ca, uu, mv;
   if (glen) tup_r_init(&r, p[0].key + off, glen - off);
   if (!glen || tup_get(&r, TUP_STR, &nm) || p[0].key_len != glen) {
     PROBLEM(c, NULL, 0, "(R,0,\"dbs\",DbName)", "a dbs key does not decode");
@@ -1139,8 +1139,9 @@ static int dbs_group(ck *c, const kv_pair *p, int n, size_t glen) {
   c->db_name = name;
   tup_r_init(&r, p[0].val, p[0].val_len);
   if (tup_get(&r, TUP_INT, &pf) || tup_get(&r, TUP_INT, &inc) || tup_get(&r, TUP_INT, &ca) ||
-      tup_get(&r, TUP_BYTES, &uu) || uu.s_len != 16 || !tup_r_done(&r) || pf.i64 < 1 || inc.i64 < 0) {
-    PROBLEM(c, NULL, 0, "(DbPrefix, Incarnation, CreatedAt, DbUUID)", "its dbs row does not decode");
+      tup_get(&r, TUP_BYTES, &uu) || uu.s_len != 16 || (!tup_r_done(&r) && tup_get(&r, TUP_INT, &mv)) ||
+      !tup_r_done(&r) || pf.i64 < 1 || inc.i64 < 0) {
+    PROBLEM(c, NULL, 0, "(DbPrefix, Incarnation, CreatedAt, DbUUID[, MovingSince])", "its dbs row does not decode");
     c->db_name = saved;
     return 0;
   }

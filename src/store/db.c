@@ -39,7 +39,19 @@ static void dbs_key(store *s, dv_buf *b, const char *name, size_t len) {
 struct dbrec {
   int64_t prefix, inc, created_at;
   uint8_t uuid[16];
+  int64_t moving; /* unix µs a move's read-only round began (store_db_set_moving), 0: none */
 };
+
+/* (DbPrefix, Incarnation, CreatedAt, DbUUID[, MovingSince]) */
+static void dbrec_encode(const struct dbrec *r, dv_buf *v) {
+  tup_w w;
+  tup_w_init(&w, v);
+  tup_int(&w, r->prefix);
+  tup_int(&w, r->inc);
+  tup_int(&w, r->created_at);
+  tup_bytes(&w, r->uuid, 16);
+  if (r->moving) tup_int(&w, r->moving);
+}
 
 static int dbrec_decode(const uint8_t *v, size_t vl, struct dbrec *out) {
   tup_r r;
@@ -54,6 +66,11 @@ static int dbrec_decode(const uint8_t *v, size_t vl, struct dbrec *out) {
   if (out->created_at < 100000000000LL) out->created_at *= 1000000; /* seconds, as earlier stores wrote it */
   if (tup_get(&r, TUP_BYTES, &it) || it.s_len != 16) return DV_ECORRUPT;
   tup_item_copy(&it, out->uuid);
+  out->moving = 0;
+  if (!tup_r_done(&r)) {
+    if (tup_get(&r, TUP_INT, &it) || !(it.fits & TUP_FITS_I64)) return DV_ECORRUPT;
+    out->moving = it.i64;
+  }
   return 0;
 }
 
@@ -160,6 +177,7 @@ int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) {
     if (rc) return rc;
     pthread_mutex_lock(&db->mu);
     db->inc = rec.inc;
+    db->moving = rec.moving;
     db->revs_limit = rl;
     memcpy(db->mdv, mdv, mdv_len);
     db->mdv_len = mdv_len;
@@ -175,6 +193,7 @@ int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) {
   out->prefix = db->prefix;
   out->inc = db->inc;
   out->revs_limit = db->revs_limit;
+  out->moving = db->moving;
   pthread_mutex_unlock(&db->mu);
   return 0;
 }
@@ -240,6 +259,7 @@ int store_db_open(store *s, const char *name, store_db **out) {
   pthread_mutex_init(&db->mu, NULL);
   db->prefix = a.rec.prefix;
   db->inc = a.rec.inc;
+  db->moving = a.rec.moving;
   db->created_at = a.rec.created_at;
   memcpy(db->uuid, a.rec.uuid, 16);
   db->revs_limit = a.revs_limit;
@@ -322,12 +342,9 @@ static int create_fn(kv_txn *txn, void *arg) {
   rec.prefix = prefix;
   rec.inc = 0;
   rec.created_at = st_now_us();
+  rec.moving = 0;
   st_random(rec.uuid, 16);
-  tup_w_init(&w, &v);
-  tup_int(&w, rec.prefix);
-  tup_int(&w, rec.inc);
-  tup_int(&w, rec.created_at);
-  tup_bytes(&w, rec.uuid, 16);
+  dbrec_encode(&rec, &v);
   dbs_key(s, &k, a->name, a->len);
   rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set(txn, k.p, k.len, v.p, v.len);
   if (!rc) rc = st_dbu_event(s, txn, a->name, a->len, "created");
@@ -346,6 +363,22 @@ int store_db_create(store *s, const char *name) {
   struct cd_arg a = {s, &op, name, len};
   op.arg = &a;
   return st_run(s, &op);
+}
+
+/* Drop this process's cached handle of a name that no longer names the
+ * database it did (delete, rename) at once. */
+static void drop_cached(store *s, const char *name, size_t len) {
+  unsigned h = name_hash(name, len);
+  store_db *dead = NULL;
+  pthread_mutex_lock(&s->mu);
+  for (store_db *d = s->tab[h]; d; d = d->next)
+    if (d->name_len == len && !memcmp(d->name, name, len)) dead = d;
+  if (dead) dead->refs++;
+  pthread_mutex_unlock(&s->mu);
+  if (dead) {
+    mark_dead(dead);
+    store_db_close(dead);
+  }
 }
 
 static int delete_fn(kv_txn *txn, void *arg) {
@@ -389,19 +422,87 @@ int store_db_delete(store *s, const char *name) {
   struct cd_arg a = {s, &op, name, len};
   op.arg = &a;
   int rc = st_run(s, &op);
-  if (!rc) { /* drop this process's cached handle at once */
-    unsigned h = name_hash(name, len);
-    store_db *dead = NULL;
-    pthread_mutex_lock(&s->mu);
-    for (store_db *d = s->tab[h]; d; d = d->next)
-      if (d->name_len == len && !memcmp(d->name, name, len)) dead = d;
-    if (dead) dead->refs++;
-    pthread_mutex_unlock(&s->mu);
-    if (dead) {
-      mark_dead(dead);
-      store_db_close(dead);
-    }
-  }
+  if (!rc) drop_cached(s, name, len);
+  return rc;
+}
+
+/* ---- a move's mark and its end (move.c) ----------------------------------------- */
+
+struct mv_arg {
+  store *s;
+  st_op *op;
+  const char *name, *to;
+  size_t len, to_len;
+  int on;
+};
+
+static int moving_fn(kv_txn *txn, void *arg) {
+  struct mv_arg *a = arg;
+  struct dbrec rec;
+  int found;
+  int rc = dbrec_read(a->s, txn, a->name, a->len, 0, &rec, &found);
+  if (rc) return rc;
+  if (!found) return DV_ENO_DB;
+  if (!a->on && !rec.moving) return 0;
+  rec.moving = a->on ? st_now_us() : 0;
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  dbs_key(a->s, &k, a->name, a->len);
+  dbrec_encode(&rec, &v);
+  rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set(txn, k.p, k.len, v.p, v.len);
+  if (!rc) rc = st_mdv_bump(txn);
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}
+
+int store_db_set_moving(store *s, const char *name, int on) {
+  size_t len = strlen(name);
+  if (store_db_name_check(name, len)) return DV_ENO_DB;
+  struct mv_arg a = {.s = s, .name = name, .len = len, .on = on};
+  st_op op = {.fn = moving_fn, .arg = &a};
+  return st_run(s, &op);
+}
+
+static int rename_fn(kv_txn *txn, void *arg) {
+  struct mv_arg *a = arg;
+  struct dbrec rec, other;
+  int found;
+  int rc = dbrec_read(a->s, txn, a->name, a->len, 0, &rec, &found);
+  if (rc) return rc;
+  if (!found) return DV_ENO_DB;
+  rc = dbrec_read(a->s, txn, a->to, a->to_len, 0, &other, &found);
+  if (rc) return rc;
+  if (found) return DV_EDB_EXISTS;
+  rec.moving = 0;
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  dbs_key(a->s, &k, a->name, a->len);
+  rc = buf_error(&k) ? DV_ENOMEM : kv_clear(txn, k.p, k.len);
+  dbs_key(a->s, &k, a->to, a->to_len);
+  dbrec_encode(&rec, &v);
+  if (!rc) rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set(txn, k.p, k.len, v.p, v.len);
+  if (!rc) rc = st_mdv_bump(txn);
+  if (!rc) rc = st_dbu_event(a->s, txn, a->name, a->len, "deleted");
+  if (!rc) rc = st_dbu_event(a->s, txn, a->to, a->to_len, "created");
+  if (!rc) rc = st_txid_write(a->s, txn, a->op);
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}
+
+int store_db_rename(store *s, const char *name, const char *to) {
+  size_t len = strlen(name), to_len = strlen(to);
+  if (store_db_name_check(name, len)) return DV_ENO_DB;
+  int rc = store_db_name_check(to, to_len);
+  if (rc) return rc;
+  st_op op = {.fn = rename_fn, .use_txid = 1};
+  struct mv_arg a = {.s = s, .op = &op, .name = name, .len = len, .to = to, .to_len = to_len};
+  op.arg = &a;
+  rc = st_run(s, &op);
+  if (!rc) drop_cached(s, name, len);
   return rc;
 }
 

@@ -337,8 +337,10 @@ static int dump_run(dctx *c, const char *name, const store_dump_opts *o, store_d
 
   sp = s0, qp = q0;
   int max = o && o->max_rounds > 0 ? o->max_rounds : STORE_DUMP_ROUNDS, done = 0;
+  int frozen = !(o && o->freeze);
   for (int round = 1; !rc && !done && round <= max; round++) {
     if (st) st->rounds = round;
+    uint64_t docs0 = c->w.docs;
     if ((rc = read_seqs(c, &sr, &qr, NULL))) break;
     /* changes rows newer than S_{r-1} */
     key_sub(&c->p, &b, ST_SUB_CHG, NULL, 0);
@@ -362,6 +364,15 @@ static int dump_run(dctx *c, const char *name, const store_dump_opts *o, store_d
     if (!rc) rc = read_seqs(c, &s2, &q2, NULL);
     if (!rc && !store_seq_cmp(&s2, &sr) && q2 == qr) done = 1;
     sp = sr, qp = qr;
+    if (!rc && !frozen && (done || c->w.docs - docs0 <= STORE_MOVE_FREEZE_DOCS || round >= max - 2)) {
+      /* a move: the rest runs read-only, and only a round after this
+       * one can end it (writes may have come since S') */
+      frozen = 1;
+      done = 0;
+      rc = o->freeze(o->arg);
+      if (rc) c->why = "the source could not be made read-only for the last round";
+      else if (o->frozen) o->frozen(o->arg);
+    }
   }
   buf_free(&b);
   buf_free(&e);

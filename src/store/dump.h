@@ -29,7 +29,17 @@ typedef struct store_dump_opts {
    * call after each transaction of the full pass (writes between them) */
   size_t txn_bytes;
   void (*each_txn)(void *arg);
+  /* a move (store_move): called once before the last catch-up round —
+   * after a round that caught up at most STORE_MOVE_FREEZE_DOCS documents,
+   * or found the database still, or at round max_rounds - 2 — to make the
+   * source refuse writes (0, or an error that fails the dump); the dump
+   * then ends only with a still round after it. frozen (tests) runs right
+   * after it. */
+  int (*freeze)(void *arg);
+  void (*frozen)(void *arg);
 } store_dump_opts;
+
+#define STORE_MOVE_FREEZE_DOCS 1000
 
 typedef struct store_dump_stats {
   uint64_t kvs;                      /* K records */
@@ -56,5 +66,69 @@ int store_dump(store *s, const char *name, const store_dump_opts *o, dump_out_fn
  * gets a one-line reason. st may be NULL. */
 int store_load(store *s, const char *name, dump_in_fn in, void *arg, store_dump_stats *st,
                const char **why) DV_MUST_CHECK;
+
+/* ---- a bounded pipe between a dump and its reader (move.c) ---------------- */
+
+/* Bytes from one writer thread (dump_pipe_write, a dump_out_fn) to one
+ * reader (dump_pipe_read, a dump_in_fn, blocking; or dump_pipe_take,
+ * not), at most cap bytes held. Either side closes: the writer with its
+ * result (an error reaches the reader after the bytes before it), the
+ * reader when it stops (the writer's next write fails, DV_ECANCELLED).
+ * Reference counted: each side drops its reference. */
+typedef struct dump_pipe dump_pipe;
+dump_pipe *dump_pipe_new(size_t cap); /* one reference; NULL without memory */
+void dump_pipe_ref(dump_pipe *p);
+void dump_pipe_unref(dump_pipe *p);
+/* Called (any thread, no lock held) when bytes or the writer's close
+ * arrive: an HTTP feed's wake. */
+void dump_pipe_on_data(dump_pipe *p, void (*fn)(void *arg), void *arg);
+int dump_pipe_write(void *p, const uint8_t *b, size_t n);
+long dump_pipe_read(void *p, uint8_t *b, size_t n);
+/* Without waiting: up to max bytes appended to out; 1 when bytes came, 0
+ * when none are there yet, DUMP_PIPE_END when the writer closed with
+ * success and everything was taken, or the writer's error. */
+#define DUMP_PIPE_END 2
+int dump_pipe_take(dump_pipe *p, dv_buf *out, size_t max);
+void dump_pipe_close_w(dump_pipe *p, int rc);
+void dump_pipe_close_r(dump_pipe *p);
+
+/* A dump on a thread of its own into a pipe (the HTTP form's): the pipe
+ * is closed with its result when it ends. */
+typedef struct store_dump_job store_dump_job;
+int store_dump_start(store *s, const char *name, dump_pipe *p, store_dump_job **out) DV_MUST_CHECK;
+/* Wait for it (close the pipe's read side first to stop it early), its
+ * result and reason; frees the job. */
+int store_dump_join(store_dump_job *j, store_dump_stats *st, const char **why);
+/* A load on a thread of its own reading the pipe (the HTTP form's). */
+typedef struct store_load_job store_load_job;
+int store_load_start(store *s, const char *name, dump_pipe *p, store_load_job **out) DV_MUST_CHECK;
+int store_load_join(store_load_job *j, store_dump_stats *st, const char **why);
+
+/* ---- move ---------------------------------------------------------------------- */
+
+enum { STORE_MOVE_KEEP, STORE_MOVE_RENAME, STORE_MOVE_DELETE };
+#define STORE_MOVE_PIPE (8u << 20) /* bytes in flight between the dump and the load */
+
+typedef struct store_move_opts {
+  int then;               /* STORE_MOVE_*: what becomes of the source */
+  const char *rename_to;  /* STORE_MOVE_RENAME: NULL = Name_moved_<unix seconds> */
+  store_dump_opts dump;   /* tests: the dump's hooks (freeze is the move's) */
+} store_move_opts;
+
+typedef struct store_move_stats {
+  store_dump_stats dump, load;
+  char retired[256];      /* STORE_MOVE_RENAME: the source's new name */
+} store_move_stats;
+
+/* Move database name of src to dst as newname (NULL: name): the dump
+ * streams into the load through a STORE_MOVE_PIPE pipe, with no file; the
+ * source stays writable until its last catch-up round, which runs with
+ * the source marked read-only (store_db_set_moving); once the load has
+ * committed the source is kept (the mark lifted: it is a copy from then
+ * on), renamed or deleted. Any failure before that lifts the mark and
+ * leaves nothing of the target. 0, or store_dump's and store_load's
+ * errors, DV_EDB_EXISTS (the target, or the rename's name), with *why. */
+int store_move(store *src, const char *name, store *dst, const char *newname, const store_move_opts *o,
+               store_move_stats *st, const char **why) DV_MUST_CHECK;
 
 #endif

@@ -370,6 +370,10 @@ static int op_attempt(st_op *op) {
   if (!rc && op->db) {
     st_dbx x;
     rc = st_db_check(op->db, txn, &x);
+    /* a write (every one mints a TxId) to a database in a move's last,
+     * read-only round; st_db_check's read conflict on its dbs row makes
+     * a write that began before the mark retry and land here */
+    if (!rc && op->use_txid && x.moving) rc = DV_EDB_MOVING;
     if (!rc) rc = op->dbfn(txn, &x, op->arg);
   } else if (!rc) {
     rc = op->fn(txn, op->arg);

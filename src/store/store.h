@@ -144,6 +144,17 @@ int store_db_create(store *s, const char *name) DV_MUST_CHECK;
  * to it fail with DV_ENO_DB from then on. */
 int store_db_delete(store *s, const char *name) DV_MUST_CHECK;
 
+/* A move's read-only mark (store/move.c): on, every write to the
+ * database (documents, attachments, local documents, purge, _security,
+ * _revs_limit) is refused with DV_EDB_MOVING in every process, a write in
+ * flight included (it conflicts and its retry sees the mark); off lifts
+ * it. DV_ENO_DB if absent. */
+int store_db_set_moving(store *s, const char *name, int on) DV_MUST_CHECK;
+/* Rename a database in one transaction (its keys stay; the mark is
+ * lifted): "deleted" and "created" rows to _db_updates. DV_ENO_DB,
+ * DV_EDB_EXISTS (to exists), DV_EBAD_DB_NAME (to). */
+int store_db_rename(store *s, const char *name, const char *to) DV_MUST_CHECK;
+
 /* Open a handle (DV_ENO_DB if absent). Handles are cached and revalidated
  * inside every transaction that uses them. */
 int store_db_open(store *s, const char *name, store_db **out) DV_MUST_CHECK;

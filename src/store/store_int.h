@@ -6,7 +6,8 @@
  *
  *   cluster level, under (R, 0, …)
  *   key                                         value
- *   (R,0,"dbs",DbName)                          (DbPrefix, Incarnation, CreatedAt, DbUUID:bytes16)
+ *   (R,0,"dbs",DbName)                          (DbPrefix, Incarnation, CreatedAt, DbUUID:bytes16
+ *                                                [, MovingSince: a move's read-only round, move.c])
  *                                               CreatedAt: unix microseconds (seconds in stores
  *                                               written before; read as such when below 10^11)
  *   (R,0,"config","db_updates_partitions")      (N,)
@@ -90,6 +91,7 @@ struct store_db {
   int64_t created_at;     /* unix microseconds */
   uint8_t uuid[16];       /* DbUUID */
   int64_t revs_limit;     /* cached meta */
+  int64_t moving;         /* the dbs row's MovingSince (0: none): writes are refused */
   uint8_t mdv[16];        /* metadata version the cache was read at */
   size_t mdv_len;         /* its length */
   int mdv_found;          /* 0: the key was absent then */
@@ -143,6 +145,7 @@ typedef struct st_dbx {
   int64_t prefix;      /* DbPrefix */
   int64_t inc;         /* Incarnation */
   int64_t revs_limit;  /* _revs_limit */
+  int64_t moving;      /* nonzero: a move's read-only round (writes refused, DV_EDB_MOVING) */
 } st_dbx;
 
 /* b = P + (sub,) for a database. */

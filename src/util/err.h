@@ -109,6 +109,8 @@
   X(VDU_INTERNALERROR, -4027, 500, "InternalError", "The validation function failed.", 0) \
   X(VDU_EVALERROR, -4028, 500, "EvalError", "The validation function failed.", 0) \
   X(VDU_URIERROR,  -4029, 500, "URIError", "The validation function failed.", 0) \
+  /* a write to a database in a move's read-only round (store/move.c) */ \
+  X(DB_MOVING,     -4030, 503, "service_unavailable", "The database is being moved to another store (divan move) and accepts no writes until the move ends.", 0) \
   /* HTTP requests (api/, http/): the reason is usually the request's own */ \
   X(BAD_REQUEST,   -4101, 400, "bad_request", "Bad request.", 0)                \
   X(BAD_CREDENTIAL,-4102, 400, "bad_request", "Malformed credentials.", 0)      \

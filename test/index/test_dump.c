@@ -561,4 +561,212 @@ TEST(dump_cli) {
   arena_free(&a);
 }
 
+/* ---- move (store_move) --------------------------------------------------------- */
+
+/* The source's keys and update_seq are the target's. */
+static void same_keys(kv_db *k1, store *s1, const char *n1, kv_db *k2, store *s2, const char *n2) {
+  store_db *d1, *d2;
+  ASSERT_OK(store_db_open(s1, n1, &d1));
+  ASSERT_OK(store_db_open(s2, n2, &d2));
+  store_db_info i1, i2;
+  ASSERT_OK(store_db_info_get(d1, &i1));
+  ASSERT_OK(store_db_info_get(d2, &i2));
+  ASSERT_EQ(store_seq_cmp(&i1.update_seq, &i2.update_seq), 0);
+  ASSERT(i2.incarnation > i1.incarnation);
+  dv_buf x, y;
+  buf_init(&x);
+  buf_init(&y);
+  db_kvs(k1, i1.prefix, &x);
+  db_kvs(k2, i2.prefix, &y);
+  ASSERT(x.len > 1000);
+  ASSERTF(x.len == y.len && !memcmp(x.p, y.p, x.len), "keys differ: %zu vs %zu bytes", x.len, y.len);
+  buf_free(&x);
+  buf_free(&y);
+  store_db_close(d1);
+  store_db_close(d2);
+}
+
+/* In the read-only round every kind of write to the source is refused,
+ * and a write before it (after the full pass) reaches the target. */
+typedef struct frz {
+  storet *t;
+  int after_full, frozen;
+} frz;
+
+static void frz_after_full(void *arg) {
+  frz *f = arg;
+  f->after_full++;
+  during(&(mid){f->t});
+}
+
+/* store_update's own answer (storet_put asserts it is 0). */
+static int try_put(store_db *db, dv_arena *a, const char *doc_json, int new_edits) {
+  store_edit e;
+  memset(&e, 0, sizeof e);
+  ASSERT_OK(store_edit_from_json(a, storet_json(a, doc_json), new_edits, &e));
+  return store_update(db, NULL, &e, 1, new_edits);
+}
+
+static void frz_frozen(void *arg) {
+  frz *f = arg;
+  f->frozen++;
+  dv_arena *a = &f->t->a;
+  store_db *db = f->t->db;
+  json_val *doc;
+  ASSERT_EQ(try_put(db, a, "{\"_id\":\"refused\",\"v\":1}", 1), DV_EDB_MOVING);
+  ASSERT_OK(storet_get(db, a, "a", NULL, 0, &doc)); /* reads go on */
+  store_rev r = storet_doc_rev(a, doc);
+  char body[160];
+  snprintf(body, sizeof body, "{\"_id\":\"a\",\"_rev\":\"%s\",\"v\":30}", storet_rev_str(a, &r));
+  ASSERT_EQ(try_put(db, a, body, 1), DV_EDB_MOVING);
+  ASSERT_EQ(try_put(db, a, "{\"_id\":\"c\",\"_rev\":\"9-abc\",\"v\":1}", 0), DV_EDB_MOVING); /* replicated */
+  ASSERT_EQ(try_put(db, a,
+                    "{\"_id\":\"e\",\"_attachments\":{\"x\":{\"content_type\":\"text/plain\",\"data\":\"eA==\"}}}", 1),
+            DV_EDB_MOVING);
+  ASSERT_EQ(store_local_put(db, "_local/z", 8, storet_json(a, "{\"k\":3}"), 0, 0, 0, NULL), DV_EDB_MOVING);
+  ASSERT_EQ(store_db_set_security(db, storet_json(a, "{\"members\":{\"names\":[\"eve\"]}}")), DV_EDB_MOVING);
+  ASSERT_EQ(store_db_set_revs_limit(db, 5), DV_EDB_MOVING);
+  store_rev *purged;
+  size_t np;
+  ASSERT_EQ(store_purge(db, "a", 1, &r, 1, a, &purged, &np), DV_EDB_MOVING);
+}
+
+TEST(move_read_only_round) {
+  storet *t = build();
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(kvt_newdir("target"), 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  frz f = {.t = t};
+  store_move_opts mo = {.then = STORE_MOVE_KEEP, .dump = {.after_full = frz_after_full, .frozen = frz_frozen, .arg = &f}};
+  store_move_stats ms;
+  const char *why = NULL;
+  int rc = store_move(t->s, "db", s, "moved", &mo, &ms, &why);
+  ASSERTF(rc == 0, "move: %s (%s)", dv_err_name(rc), why ? why : "");
+  ASSERT_EQ(f.after_full, 1);
+  ASSERT_EQ(f.frozen, 1);
+  ASSERT(ms.dump.rounds >= 2);
+  ASSERT_EQ(ms.dump.docs, 4); /* what during() wrote */
+  icheck_clean(s, "moved");
+  same_db(t, s, kv, "moved", 1); /* byte-identical, and then a write on the target */
+  /* keep: the source is writable again (a copy) */
+  ASSERT_OK(storet_put(t->db, &t->a, "after", "{\"v\":1}", NULL, 0, NULL));
+  /* the target exists: refused, the source left writable */
+  ASSERT_EQ(store_move(t->s, "db", s, "moved", &mo, &ms, &why), DV_EDB_EXISTS);
+  ASSERT_OK(storet_put(t->db, &t->a, "after2", "{\"v\":1}", NULL, 0, NULL));
+  ASSERT_EQ(store_move(t->s, "nosuch", s, "x", NULL, NULL, &why), DV_ENO_DB);
+  check_store_clean(s, "moved");
+  check_store_clean(t->s, "db");
+  store_close(s);
+  kv_close(kv);
+  mindex_stop();
+  storet_close(t);
+}
+
+/* embedded -> the FoundationDB double (then rename) -> a fresh embedded
+ * store (then delete). */
+TEST(move_hops) {
+  storet *t = build();
+  kv_db *kv1, *kv2;
+  store *s1, *s2;
+  setenv("DV_STORE_BACKEND", "fdb", 1);
+  ASSERT_OK(storet_kv_open(kvt_newdir("fdb"), 0, &kv1));
+  unsetenv("DV_STORE_BACKEND");
+  ASSERT_OK(store_open(kv1, NULL, &s1));
+  ASSERT_OK(storet_kv_open(kvt_newdir("emb"), 0, &kv2));
+  ASSERT_OK(store_open(kv2, NULL, &s2));
+  store_move_opts mo = {.then = STORE_MOVE_RENAME};
+  store_move_stats ms;
+  const char *why = NULL;
+  int rc = store_move(t->s, "db", s1, NULL, &mo, &ms, &why);
+  ASSERTF(rc == 0, "move: %s (%s)", dv_err_name(rc), why ? why : "");
+  ASSERT(!strncmp(ms.retired, "db_moved_", 9));
+  store_db *x;
+  ASSERT_EQ(store_db_open(t->s, "db", &x), DV_ENO_DB);
+  ASSERT_EQ(try_put(t->db, &t->a, "{\"_id\":\"late\"}", 1), DV_ENO_DB); /* the old handle is dead */
+  char retired[256];
+  snprintf(retired, sizeof retired, "%s", ms.retired);
+  same_keys(t->kv, t->s, retired, kv1, s1, "db");
+  ASSERT_OK(store_db_open(t->s, retired, &x)); /* the renamed source takes writes */
+  ASSERT_OK(storet_put(x, &t->a, "late", "{}", NULL, 0, NULL));
+  store_db_close(x);
+  /* a rename whose name is taken is refused before anything is copied */
+  mo.rename_to = "db_copy";
+  ASSERT_OK(store_db_create(s1, "db_copy"));
+  ASSERT_EQ(store_move(s1, "db", s2, NULL, &mo, &ms, &why), DV_EDB_EXISTS);
+  ASSERT_EQ(store_db_open(s2, "db", &x), DV_ENO_DB);
+  mo = (store_move_opts){.then = STORE_MOVE_DELETE};
+  rc = store_move(s1, "db", s2, "db2", &mo, &ms, &why);
+  ASSERTF(rc == 0, "move: %s (%s)", dv_err_name(rc), why ? why : "");
+  ASSERT_EQ(store_db_open(s1, "db", &x), DV_ENO_DB);
+  icheck_clean(s1, NULL);
+  icheck_clean(s2, NULL);
+  /* what hopped twice is the original, byte for byte */
+  ASSERT_OK(store_db_open(t->s, retired, &x));
+  store_db_close(x);
+  store_db *d2;
+  ASSERT_OK(store_db_open(s2, "db2", &d2));
+  store_db_info i2;
+  ASSERT_OK(store_db_info_get(d2, &i2));
+  ASSERT_EQ(i2.revs_limit, 77);
+  json_val *doc;
+  ASSERT_OK(storet_get(d2, &t->a, "d", NULL, 0, &doc));
+  ASSERT_EQ(storet_get(d2, &t->a, "late", NULL, 0, &doc), DV_ENOT_FOUND);
+  ASSERT_EQ(i2.incarnation, 2); /* 0 at the source, +1 per hop */
+  store_db_close(d2);
+  store_close(s2);
+  kv_close(kv2);
+  store_close(s1);
+  kv_close(kv1);
+  mindex_stop();
+  storet_close(t);
+}
+
+TEST(move_cli) {
+  const char *bin = getenv("DIVAN_BIN");
+  if (!bin) bin = "build/cc/divan";
+  const char *lib = getenv("DV_FDBSIM");
+  if (!lib) lib = "build/cc/fdbsim/libfdb_c.so";
+  storet *t = build();
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", t->dir);
+  mindex_stop();
+  storet_close(t);
+  const char *tmp = test_tmpdir();
+  const char *cf = kvt_fdbsim_cluster_file(kvt_newdir("cluster"));
+  dv_arena a;
+  arena_init(&a, 0);
+  char cmd[4096], *out;
+  setenv("FDBSIM_NO_SYNC", "1", 1);
+  snprintf(cmd, sizeof cmd, "%s move --then rename data:'%s' db fdb:'%s' --fdb-library '%s' 2>&1", bin, dir, cf, lib);
+  int st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "the source was renamed to db_moved_"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s move fdb:'%s' db data:'%s/c' copy --fdb-library '%s' 2>&1", bin, cf, tmp, lib);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "incarnation 2") && strstr(out, "kept"), "exit %d:\n%s", st, out);
+  st = sh(cmd, &a, &out); /* again: the target exists */
+  ASSERTF(st == 1 && strstr(out, "the database exists"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s move --then delete fdb:'%s' db data:'%s/c' --fdb-library '%s' 2>&1", bin, cf, tmp, lib);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "the source was deleted"), "exit %d:\n%s", st, out);
+  st = sh(cmd, &a, &out); /* the source is gone */
+  ASSERTF(st == 2 && strstr(out, "no such database"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s check --data '%s/c' 2>&1", bin, tmp);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "; 0 problems"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s check --data '%s' 2>&1", bin, dir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "; 0 problems"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s move --then burn data:'%s' db data:x 2>&1", bin, dir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 2 && strstr(out, "--then takes keep, rename or delete"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s move '%s' db data:x 2>&1", bin, dir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 2 && strstr(out, "is no store"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s move data:'%s' db 2>&1", bin, dir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 2 && strstr(out, "move takes SRC DB DST"), "exit %d:\n%s", st, out);
+  arena_free(&a);
+}
+
 TEST(dump_fuzz_smoke) { test_fuzz_smoke("fuzz_dump"); }

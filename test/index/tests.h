@@ -8,6 +8,9 @@
   X(dump_refused_files, 60) \
   X(dump_refused_after_batches, 60) \
   X(dump_cli, 60) \
+  X(move_read_only_round, 60) \
+  X(move_hops, 60) \
+  X(move_cli, 60) \
   X(dump_fuzz_smoke, 120) \
   X(check_clean_fdb, 30) \
   X(check_changes_rows, 30) \
