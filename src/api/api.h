@@ -111,6 +111,8 @@ enum {
   API_SYSDB_ADMIN = HTTP_APP_FLAGS << 3, /* in _users and _replicator: a server admin */
   API_DOC = HTTP_APP_FLAGS << 4,         /* a document path: in _users, users.c's rules apply */
   API_ALL_DBS = HTTP_APP_FLAGS << 5,     /* a server admin unless [chttpd] admin_only_all_dbs is false */
+  API_IF_LOAD = HTTP_APP_FLAGS << 6,     /* a row for ?load=true only (route.c): the next row of its
+                                            pattern takes the request without it */
 };
 
 #define M(x) HTTP_M(HM_##x)
@@ -125,7 +127,9 @@ typedef struct api_routes {
 /* Each family's table, in its file; route.c tries them in its order. */
 extern const api_routes api_server_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes,
     api_purge_routes, api_mango_routes, api_ddocfn_routes, api_view_routes, api_doc_routes, api_utils_routes,
-    api_stats_routes, api_check_routes;
+    api_stats_routes, api_check_routes, api_dump_routes;
+/* PUT /{db}?load=true (api/dump.c), a row of db.c's table */
+void hapi__db_load(hreq *r);
 
 /* The header carrying the replicator's identity on its loopback requests
  * to local databases: "TOKEN;USER;ROLE,ROLE" (authn.c). */

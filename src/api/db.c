@@ -176,6 +176,7 @@ void hapi_ensure_full_commit(hreq *r) {
 /* ---- routes ------------------------------------------------------------------ */
 
 static const http_route routes[] = {
+    {M(PUT), "/{db}", API_SERVER_ADMIN | API_IF_LOAD | HTTP_STREAM_BODY, hapi__db_load}, /* api/dump.c */
     {M(PUT) | M(DELETE), "/{db}", API_SERVER_ADMIN, hapi_db},
     {HTTP_ANY, "/{db}", API_NEEDS_DB, hapi_db},
     {M(GET) | M(PUT), "/{db}/_revs_limit", API_NEEDS_DB, hapi_revs_limit},

@@ -95,6 +95,14 @@ static int multipart_ok(hreq *r, const http_route *rt) {
   return ct && hparse_media_is(ct, strlen(ct), "multipart/related");
 }
 
+/* A row for ?load=true only takes those (PUT /{db}?load=true, api/dump.c). */
+static int load_ok(hreq *r, const http_route *rt) {
+  if (!(rt->flags & API_IF_LOAD)) return 1;
+  size_t n = 0;
+  const char *v = hq_get(r, "load", &n);
+  return v && n == 4 && !memcmp(v, "true", 4);
+}
+
 /* Fill r->app from a match. 0, or DV_ENOMEM. */
 static int capture(hreq *r, const caps *c) {
   struct hreq_app *x = r->app;
@@ -120,7 +128,7 @@ static const api_routes last_routes;
 /* The order the tables are tried in: the literal paths first, the
  * document paths (whose "{id}" takes any segment) last. */
 #define FAMILIES                                                                                          \
-  {api_stats_routes, api_check_routes, api_server_routes, api_utils_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes, api_purge_routes, \
+  {api_stats_routes, api_check_routes, api_dump_routes, api_server_routes, api_utils_routes, api_repl_routes, api_db_routes, api_bulk_routes, api_changes_routes, api_purge_routes, \
    api_mango_routes, api_ddocfn_routes, api_view_routes, last_routes, api_doc_routes}
 
 /* /_name[/…] that is no endpoint: a database that cannot exist, or
@@ -169,7 +177,7 @@ static const http_route *route(hreq *r) {
     for (size_t k = 0; k < f[i].n; k++) {
       const http_route *rt = &f[i].rows[k];
       if (seen && strcmp(rt->pattern, seen->pattern)) goto found; /* only its own pattern's rows may still take it */
-      if (!match(r, rt->pattern, &c) || !multipart_ok(r, rt)) continue;
+      if (!match(r, rt->pattern, &c) || !multipart_ok(r, rt) || !load_ok(r, rt)) continue;
       if (rt->methods && !(rt->methods & HTTP_M(r->method))) {
         if (!seen) seen = rt, seen_c = c;
         continue;
