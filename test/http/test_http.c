@@ -38,6 +38,7 @@ TEST(http_viewcrash) { suite("test/node/http/viewcrash.test.js"); }
 TEST(http_auth) { suite("test/node/http/auth.test.js"); }
 TEST(http_conformance) { suite("test/node/http/conformance.test.js"); }
 TEST(http_hostile) { suite("test/node/http/hostile.test.js"); }
+TEST(http_move) { suite("test/node/http/move.test.js"); }
 TEST(http_slowloris) { suite("test/node/http/slowloris.test.js"); }
 TEST(http_idlefeeds) { suite("test/node/http/idlefeeds.test.js"); }
 TEST(http_memory) { suite("test/node/http/memory.test.js"); }

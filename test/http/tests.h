@@ -28,6 +28,7 @@
   X(http_viewcrash, 240)       \
   X(http_conformance, 120)     \
   X(http_hostile, 120)         \
+  X(http_move, 120)            \
   X(http_slowloris, 120)       \
   X(http_idlefeeds, 300)       \
   X(http_memory, 180)          \
