@@ -1127,6 +1127,7 @@ static int dbs_group(ck *c, const kv_pair *p, int n, size_t glen) {
   buf_free(&pre);
   tup_r r;
   tup_item nm, pf, inc, ca, uu, mv;
+  int mv_set = 0;
   if (glen) tup_r_init(&r, p[0].key + off, glen - off);
   if (!glen || tup_get(&r, TUP_STR, &nm) || p[0].key_len != glen) {
     PROBLEM(c, NULL, 0, "(R,0,\"dbs\",DbName)", "a dbs key does not decode");
@@ -1139,12 +1140,17 @@ static int dbs_group(ck *c, const kv_pair *p, int n, size_t glen) {
   c->db_name = name;
   tup_r_init(&r, p[0].val, p[0].val_len);
   if (tup_get(&r, TUP_INT, &pf) || tup_get(&r, TUP_INT, &inc) || tup_get(&r, TUP_INT, &ca) ||
-      tup_get(&r, TUP_BYTES, &uu) || uu.s_len != 16 || (!tup_r_done(&r) && tup_get(&r, TUP_INT, &mv)) ||
+      tup_get(&r, TUP_BYTES, &uu) || uu.s_len != 16 || (!(mv_set = !tup_r_done(&r)) ? 0 : tup_get(&r, TUP_INT, &mv)) ||
       !tup_r_done(&r) || pf.i64 < 1 || inc.i64 < 0) {
     PROBLEM(c, NULL, 0, "(DbPrefix, Incarnation, CreatedAt, DbUUID[, MovingSince])", "its dbs row does not decode");
     c->db_name = saved;
     return 0;
   }
+  if (mv_set)
+    find(c, 1, NULL, 0, NULL,
+         "read-only since %lld (unix µs) for a `divan move`: one running now, or one killed midway (run the move "
+         "again: it lifts the mark at its end)",
+         (long long)mv.i64);
   int64_t counter;
   int rc = read_counter(c, &counter);
   if (rc) return rc;

@@ -329,6 +329,11 @@ int store_move(store *src, const char *name, store *dst, const char *newname, co
   store_db *sdb = NULL;
   if (!rc && (rc = store_db_open(src, name, &sdb))) w = "no such database";
   store_db_close(sdb);
+  if (!rc && !store_db_open(dst, newname, &sdb)) { /* refused before anything is read (the load checks again) */
+    store_db_close(sdb);
+    rc = DV_EDB_EXISTS;
+    w = "the database exists";
+  }
   if (rc) {
     if (why) *why = w;
     return rc;

@@ -10,7 +10,9 @@
  * bit-flipped, newer-version and garbage files are refused and leave no
  * database and no key under any new prefix. Here (not test/store) because
  * the Mango index and the index check are the index layer's. */
+#include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -629,6 +631,11 @@ static void frz_frozen(void *arg) {
   store_rev *purged;
   size_t np;
   ASSERT_EQ(store_purge(db, "a", 1, &r, 1, a, &purged, &np), DV_EDB_MOVING);
+  /* check says why the database is read-only */
+  store_check_out cl = {0};
+  ASSERT_OK(store_check_cluster(f->t->s, &cl));
+  ASSERT_EQ(cl.counts.problems, 0);
+  ASSERTF(cl.counts.notes >= 1, "%lld notes", (long long)cl.counts.notes);
 }
 
 TEST(move_read_only_round) {
@@ -657,6 +664,100 @@ TEST(move_read_only_round) {
   ASSERT_EQ(store_move(t->s, "nosuch", s, "x", NULL, NULL, &why), DV_ENO_DB);
   check_store_clean(s, "moved");
   check_store_clean(t->s, "db");
+  store_close(s);
+  kv_close(kv);
+  mindex_stop();
+  storet_close(t);
+}
+
+/* A writer racing the move (then delete): every write it was told
+ * succeeded is at the target; past the read-only mark its writes are
+ * refused (503) until the source is gone. */
+#define RACE_MAX 20000
+
+typedef struct racer {
+  store *s;
+  volatile int stop;
+  int ok, moving, gone, other;
+  char ids[RACE_MAX][12];
+} racer;
+
+static void *race_main(void *arg) {
+  racer *w = arg;
+  dv_arena a;
+  arena_init(&a, 0);
+  store_db *db;
+  if (store_db_open(w->s, "db", &db)) {
+    w->other++;
+    return NULL;
+  }
+  struct timespec ts = {0, 300000};
+  for (int i = 0; !w->stop && w->ok < RACE_MAX; i++) {
+    nanosleep(&ts, NULL);
+    arena_reset(&a);
+    char id[12];
+    snprintf(id, sizeof id, "w%05d", i);
+    store_edit e;
+    memset(&e, 0, sizeof e);
+    e.id = id;
+    e.id_len = strlen(id);
+    e.body = storet_json(&a, "{\"racing\":true}");
+    int rc = store_update(db, NULL, &e, 1, 1);
+    if (!rc && !e.rc) memcpy(w->ids[w->ok++], id, sizeof id);
+    else if (rc == DV_EDB_MOVING) w->moving++;
+    else if (rc == DV_ENO_DB) {
+      w->gone++;
+      break;
+    } else w->other++;
+  }
+  store_db_close(db);
+  arena_free(&a);
+  return NULL;
+}
+
+static void slow_txn(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 2000000};
+  nanosleep(&ts, NULL);
+}
+
+TEST(move_racing_writer) {
+  storet *t = build();
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(kvt_newdir("target"), 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  racer *w = calloc(1, sizeof *w);
+  ASSERT(w);
+  w->s = t->s;
+  store_db_info in;
+  ASSERT_OK(store_db_info_get(t->db, &in));
+  int64_t base = (int64_t)in.doc_count;
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, race_main, w), 0);
+  store_move_opts mo = {.then = STORE_MOVE_DELETE, .dump = {.txn_bytes = 2000, .each_txn = slow_txn}};
+  store_move_stats ms;
+  const char *why = NULL;
+  int rc = store_move(t->s, "db", s, "moved", &mo, &ms, &why);
+  ASSERTF(rc == 0, "move: %s (%s)", dv_err_name(rc), why ? why : "");
+  w->stop = 1;
+  pthread_join(th, NULL);
+  ASSERTF(w->ok > 0 && w->ok < RACE_MAX && w->moving > 0 && w->gone == 1 && w->other == 0, "%d written, %d refused, %d gone, %d other",
+          w->ok, w->moving, w->gone, w->other);
+  store_db *dst;
+  ASSERT_OK(store_db_open(s, "moved", &dst));
+  for (int i = 0; i < w->ok; i++) {
+    json_val *doc;
+    int r = storet_get(dst, &t->a, w->ids[i], NULL, 0, &doc);
+    ASSERTF(r == 0, "%s was written to the source but is not at the target (%d of %d; %d refused)", w->ids[i], i,
+            w->ok, w->moving);
+  }
+  ASSERT_OK(store_db_info_get(dst, &in));
+  ASSERTF((int64_t)in.doc_count == base + w->ok, "%lld documents at the target, %lld + %d written (%d refused)",
+          (long long)in.doc_count, (long long)base, w->ok, w->moving);
+  store_db_close(dst);
+  icheck_clean(s, "moved");
+  free(w);
   store_close(s);
   kv_close(kv);
   mindex_stop();

@@ -9,6 +9,7 @@
   X(dump_refused_after_batches, 60) \
   X(dump_cli, 60) \
   X(move_read_only_round, 60) \
+  X(move_racing_writer, 60) \
   X(move_hops, 60) \
   X(move_cli, 60) \
   X(dump_fuzz_smoke, 120) \
