@@ -1,6 +1,7 @@
 /* dump.h — one database to a dump file and back (`divan dump` / `divan
- * load`, cli/dump.c; later `divan move` and the HTTP forms stream the same
- * records). The file format is dumpfmt.h's; dump.c's header has the data
+ * load`, cli/dump.c), and without a file: `divan move` (store_move) and
+ * the HTTP forms (api/dump.c) stream the same records through a bounded
+ * pipe (move.c). The file format is dumpfmt.h's; dump.c's header has the data
  * flow and the consistency argument.
  *
  * A loaded database is byte-identical to its source under its own prefix:
