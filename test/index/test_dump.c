@@ -638,6 +638,17 @@ static void frz_frozen(void *arg) {
   ASSERTF(cl.counts.notes >= 1, "%lld notes", (long long)cl.counts.notes);
 }
 
+typedef struct taken {
+  store *dst;
+  int calls;
+} taken;
+
+static void take_target(void *arg) {
+  taken *tk = arg;
+  tk->calls++;
+  ASSERT_OK(store_db_create(tk->dst, "late"));
+}
+
 TEST(move_read_only_round) {
   storet *t = build();
   kv_db *kv;
@@ -662,6 +673,20 @@ TEST(move_read_only_round) {
   ASSERT_EQ(store_move(t->s, "db", s, "moved", &mo, &ms, &why), DV_EDB_EXISTS);
   ASSERT_OK(storet_put(t->db, &t->a, "after2", "{\"v\":1}", NULL, 0, NULL));
   ASSERT_EQ(store_move(t->s, "nosuch", s, "x", NULL, NULL, &why), DV_ENO_DB);
+  /* a move failing after the mark (the target appears in its last round):
+   * the mark is lifted, nothing of the load stays */
+  taken tk = {.dst = s};
+  store_move_opts mo2 = {.then = STORE_MOVE_DELETE, .dump = {.frozen = take_target, .arg = &tk}};
+  rc = store_move(t->s, "db", s, "late", &mo2, &ms, &why);
+  ASSERTF(rc == DV_EDB_EXISTS, "move: %s (%s)", dv_err_name(rc), why ? why : "");
+  ASSERT_EQ(tk.calls, 1);
+  ASSERT_OK(storet_put(t->db, &t->a, "after3", "{\"v\":1}", NULL, 0, NULL)); /* writable, not deleted */
+  store_db *late;
+  ASSERT_OK(store_db_open(s, "late", &late));
+  store_db_info li;
+  ASSERT_OK(store_db_info_get(late, &li));
+  ASSERT_EQ(li.doc_count, 0); /* the one the hook made, empty */
+  store_db_close(late);
   check_store_clean(s, "moved");
   check_store_clean(t->s, "db");
   store_close(s);
