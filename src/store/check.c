@@ -1139,9 +1139,13 @@ static int dbs_group(ck *c, const kv_pair *p, int n, size_t glen) {
   const char *saved = c->db_name;
   c->db_name = name;
   tup_r_init(&r, p[0].val, p[0].val_len);
-  if (tup_get(&r, TUP_INT, &pf) || tup_get(&r, TUP_INT, &inc) || tup_get(&r, TUP_INT, &ca) ||
-      tup_get(&r, TUP_BYTES, &uu) || uu.s_len != 16 || (!(mv_set = !tup_r_done(&r)) ? 0 : tup_get(&r, TUP_INT, &mv)) ||
-      !tup_r_done(&r) || pf.i64 < 1 || inc.i64 < 0) {
+  int bad = tup_get(&r, TUP_INT, &pf) || tup_get(&r, TUP_INT, &inc) || tup_get(&r, TUP_INT, &ca) ||
+            tup_get(&r, TUP_BYTES, &uu) || uu.s_len != 16;
+  if (!bad && !tup_r_done(&r)) { /* MovingSince: a move's read-only round (store/move.c) */
+    mv_set = 1;
+    bad = tup_get(&r, TUP_INT, &mv) != 0;
+  }
+  if (bad || !tup_r_done(&r) || pf.i64 < 1 || inc.i64 < 0) {
     PROBLEM(c, NULL, 0, "(DbPrefix, Incarnation, CreatedAt, DbUUID[, MovingSince])", "its dbs row does not decode");
     c->db_name = saved;
     return 0;
