@@ -159,6 +159,8 @@ int api_accepts_gzip(hreq *r);
 /* A new id as 32 lower-case hex chars + NUL (new doc ids, /_uuids):
  * CouchDB's "sequential" algorithm (areq.c). */
 void api_uuid(char out[33]);
+/* 201 Created, Location: the request's path (areq.c). */
+void api_created(hreq *r);
 
 /* CouchDB's request object (chttpd_external:json_req_obj) of r as JSON text,
  * appended to out, for a design-document function: info (GET /{db}, when

@@ -155,3 +155,14 @@ int api_accepts_gzip(hreq *r) {
   if (gz >= 0) return gz;
   return star > 0;
 }
+
+/* 201 Created with the request's path as Location (PUT /{db}, and its
+ * ?load=true form). */
+void api_created(hreq *r) {
+  dv_buf loc;
+  buf_init(&loc);
+  buf_printf(&loc, "/%s", r->path[0] == '/' ? r->path + 1 : r->path);
+  hres_ok(r, 201);
+  if (!buf_error(&loc)) hres_header(r, "Location", (const char *)loc.p);
+  buf_free(&loc);
+}

@@ -33,12 +33,7 @@ static void db_create(hreq *r) {
     hres_err(r, rc);
     return;
   }
-  dv_buf loc;
-  buf_init(&loc);
-  buf_printf(&loc, "/%s", r->path[0] == '/' ? r->path + 1 : r->path);
-  hres_ok(r, 201);
-  if (!buf_error(&loc)) hres_header(r, "Location", (const char *)loc.p);
-  buf_free(&loc);
+  api_created(r);
 }
 
 static void db_delete(hreq *r) {

@@ -139,12 +139,7 @@ static void load_finish(void *arg, hreq *r) {
     load_err(r, l->rc, l->why);
     return;
   }
-  dv_buf loc;
-  buf_init(&loc);
-  buf_printf(&loc, "/%s", r->path[0] == '/' ? r->path + 1 : r->path);
-  hres_ok(r, 201);
-  if (!buf_error(&loc)) hres_header(r, "Location", (const char *)loc.p);
-  buf_free(&loc);
+  api_created(r);
 }
 
 static void load_done(void *arg) {

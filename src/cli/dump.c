@@ -53,15 +53,18 @@ static long in_fn(void *arg, uint8_t *p, size_t n) {
   return (long)k;
 }
 
-int cli_dump_run(const cli_dump_opts *o) {
-  FILE *f = stdout;
-  if (o->file && !(f = fopen(o->file, "wb"))) {
-    fprintf(stderr, "divan dump: cannot create %s: %s\n", o->file, strerror(errno));
+/* `divan dump` (load 0) or `divan load` (1): the file, the store, the
+ * stream, one line on stderr. */
+static int dump_or_load(const cli_dump_opts *o, int load) {
+  const char *cmd = load ? "load" : "dump";
+  FILE *f = load ? stdin : stdout;
+  if (o->file && !(f = fopen(o->file, load ? "rb" : "wb"))) {
+    fprintf(stderr, "divan %s: cannot %s %s: %s\n", cmd, load ? "open" : "create", o->file, strerror(errno));
     return 2;
   }
   kv_db *kv;
   store *s;
-  int st = open_store(o, "dump", 0, &kv, &s);
+  int st = open_store(o, cmd, load, &kv, &s);
   if (st) {
     if (o->file) fclose(f);
     return st;
@@ -69,51 +72,30 @@ int cli_dump_run(const cli_dump_opts *o) {
   store_dump_stats ds;
   const char *why = NULL;
   double t0 = now_s();
-  int rc = store_dump(s, o->db, NULL, out_fn, f, &ds, &why);
-  if (!rc && fflush(f)) rc = DV_EIO, why = "the dump could not be written";
+  int rc = load ? store_load(s, o->db, in_fn, f, &ds, &why) : store_dump(s, o->db, NULL, out_fn, f, &ds, &why);
+  if (!rc && !load && fflush(f)) rc = DV_EIO, why = "the dump could not be written";
   double dt = now_s() - t0;
   store_close(s);
   kv_close(kv);
-  if (o->file && fclose(f) && !rc) rc = DV_EIO, why = "the dump could not be written";
+  if (o->file && fclose(f) && !rc && !load) rc = DV_EIO, why = "the dump could not be written";
   if (rc) {
-    fprintf(stderr, "divan dump: %s: %s\n", o->db, why ? why : dv_strerror(rc));
+    fprintf(stderr, "divan %s: %s: %s%s\n", cmd, o->db, why ? why : dv_strerror(rc), load ? "; nothing was loaded" : "");
+    if (load) return rc == DV_ECORRUPT || rc == DV_ENOTSUP || rc == DV_EDB_EXISTS || rc == DV_EBAD_DB_NAME ? 1 : 2;
     return rc == DV_ENO_DB || rc == DV_EIO ? 2 : 1;
   }
-  fprintf(stderr, "divan dump: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds)\n",
-          o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt, ds.rounds);
+  if (load)
+    fprintf(stderr, "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)\n",
+            o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
+            (long long)ds.inc);
+  else
+    fprintf(stderr, "divan dump: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds)\n",
+            o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
+            ds.rounds);
   return 0;
 }
 
-int cli_load_run(const cli_dump_opts *o) {
-  FILE *f = stdin;
-  if (o->file && !(f = fopen(o->file, "rb"))) {
-    fprintf(stderr, "divan load: cannot open %s: %s\n", o->file, strerror(errno));
-    return 2;
-  }
-  kv_db *kv;
-  store *s;
-  int st = open_store(o, "load", 1, &kv, &s);
-  if (st) {
-    if (o->file) fclose(f);
-    return st;
-  }
-  store_dump_stats ds;
-  const char *why = NULL;
-  double t0 = now_s();
-  int rc = store_load(s, o->db, in_fn, f, &ds, &why);
-  double dt = now_s() - t0;
-  store_close(s);
-  kv_close(kv);
-  if (o->file) fclose(f);
-  if (rc) {
-    fprintf(stderr, "divan load: %s: %s; nothing was loaded\n", o->db, why ? why : dv_strerror(rc));
-    return rc == DV_ECORRUPT || rc == DV_ENOTSUP || rc == DV_EDB_EXISTS || rc == DV_EBAD_DB_NAME ? 1 : 2;
-  }
-  fprintf(stderr, "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)\n",
-          o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
-          (long long)ds.inc);
-  return 0;
-}
+int cli_dump_run(const cli_dump_opts *o) { return dump_or_load(o, 0); }
+int cli_load_run(const cli_dump_opts *o) { return dump_or_load(o, 1); }
 
 /* "data:DIR" or "fdb:[CLUSTER_FILE]" into o's store fields. */
 static int parse_spec(const char *spec, const char *lib, cli_dump_opts *o) {

@@ -95,13 +95,14 @@ void dump_pipe_close_r(dump_pipe *p);
 
 /* A dump on a thread of its own into a pipe (the HTTP form's): the pipe
  * is closed with its result when it ends. */
-typedef struct store_dump_job store_dump_job;
+typedef struct store_pipe_job store_pipe_job;
+typedef store_pipe_job store_dump_job;
 int store_dump_start(store *s, const char *name, dump_pipe *p, store_dump_job **out) DV_MUST_CHECK;
 /* Wait for it (close the pipe's read side first to stop it early), its
  * result and reason; frees the job. */
 int store_dump_join(store_dump_job *j, store_dump_stats *st, const char **why);
 /* A load on a thread of its own reading the pipe (the HTTP form's). */
-typedef struct store_load_job store_load_job;
+typedef store_pipe_job store_load_job;
 int store_load_start(store *s, const char *name, dump_pipe *p, store_load_job **out) DV_MUST_CHECK;
 int store_load_join(store_load_job *j, store_dump_stats *st, const char **why);
 

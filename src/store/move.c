@@ -170,36 +170,46 @@ void dump_pipe_close_r(dump_pipe *p) {
 
 /* ---- a dump or a load on its own thread ---------------------------------------- */
 
-struct store_dump_job {
+/* store_dump_job and store_load_job (dump.h) are both this: one thread
+ * running a dump into the pipe or a load out of it. */
+struct store_pipe_job {
   pthread_t th;
   store *s;
   char *name;
   dump_pipe *p;
   store_dump_opts o;
   int has_o;
+  int load; /* 1: a load reading the pipe; 0: a dump writing it */
   int rc;
   const char *why;
   store_dump_stats st;
 };
 
-static void *dump_main(void *arg) {
-  store_dump_job *j = arg;
-  j->rc = store_dump(j->s, j->name, j->has_o ? &j->o : NULL, dump_pipe_write, j->p, &j->st, &j->why);
-  dump_pipe_close_w(j->p, j->rc ? j->rc : 0);
+static void *job_main(void *arg) {
+  store_pipe_job *j = arg;
+  if (j->load) {
+    j->rc = store_load(j->s, j->name, dump_pipe_read, j->p, &j->st, &j->why);
+    dump_pipe_close_r(j->p); /* a failed load stops its writer */
+  } else {
+    j->rc = store_dump(j->s, j->name, j->has_o ? &j->o : NULL, dump_pipe_write, j->p, &j->st, &j->why);
+    dump_pipe_close_w(j->p, j->rc);
+  }
   return NULL;
 }
 
-static int dump_start(store *s, const char *name, const store_dump_opts *o, dump_pipe *p, store_dump_job **out) {
-  store_dump_job *j = dv_calloc(1, sizeof *j);
+static int job_start(store *s, const char *name, const store_dump_opts *o, int load, dump_pipe *p,
+                     store_pipe_job **out) {
+  store_pipe_job *j = dv_calloc(1, sizeof *j);
   if (!j || !(j->name = dv_strndup(name, strlen(name)))) {
     dv_free(j);
     return DV_ENOMEM;
   }
   j->s = s;
   j->p = p;
+  j->load = load;
   if (o) j->o = *o, j->has_o = 1;
   dump_pipe_ref(p);
-  if (pthread_create(&j->th, NULL, dump_main, j)) {
+  if (pthread_create(&j->th, NULL, job_main, j)) {
     dump_pipe_unref(p);
     dv_free(j->name);
     dv_free(j);
@@ -207,69 +217,30 @@ static int dump_start(store *s, const char *name, const store_dump_opts *o, dump
   }
   *out = j;
   return 0;
+}
+
+static int job_join(store_pipe_job *j, store_dump_stats *st, const char **why) {
+  pthread_join(j->th, NULL);
+  int rc = j->rc;
+  if (st) *st = j->st;
+  if (why) *why = j->why;
+  dump_pipe_unref(j->p);
+  dv_free(j->name);
+  dv_free(j);
+  return rc;
 }
 
 int store_dump_start(store *s, const char *name, dump_pipe *p, store_dump_job **out) {
-  return dump_start(s, name, NULL, p, out);
+  return job_start(s, name, NULL, 0, p, out);
 }
 
-int store_dump_join(store_dump_job *j, store_dump_stats *st, const char **why) {
-  pthread_join(j->th, NULL);
-  int rc = j->rc;
-  if (st) *st = j->st;
-  if (why) *why = j->why;
-  dump_pipe_unref(j->p);
-  dv_free(j->name);
-  dv_free(j);
-  return rc;
-}
-
-struct store_load_job {
-  pthread_t th;
-  store *s;
-  char *name;
-  dump_pipe *p;
-  int rc;
-  const char *why;
-  store_dump_stats st;
-};
-
-static void *load_main(void *arg) {
-  store_load_job *j = arg;
-  j->rc = store_load(j->s, j->name, dump_pipe_read, j->p, &j->st, &j->why);
-  dump_pipe_close_r(j->p); /* a failed load stops its writer */
-  return NULL;
-}
+int store_dump_join(store_dump_job *j, store_dump_stats *st, const char **why) { return job_join(j, st, why); }
 
 int store_load_start(store *s, const char *name, dump_pipe *p, store_load_job **out) {
-  store_load_job *j = dv_calloc(1, sizeof *j);
-  if (!j || !(j->name = dv_strndup(name, strlen(name)))) {
-    dv_free(j);
-    return DV_ENOMEM;
-  }
-  j->s = s;
-  j->p = p;
-  dump_pipe_ref(p);
-  if (pthread_create(&j->th, NULL, load_main, j)) {
-    dump_pipe_unref(p);
-    dv_free(j->name);
-    dv_free(j);
-    return DV_ENOMEM;
-  }
-  *out = j;
-  return 0;
+  return job_start(s, name, NULL, 1, p, out);
 }
 
-int store_load_join(store_load_job *j, store_dump_stats *st, const char **why) {
-  pthread_join(j->th, NULL);
-  int rc = j->rc;
-  if (st) *st = j->st;
-  if (why) *why = j->why;
-  dump_pipe_unref(j->p);
-  dv_free(j->name);
-  dv_free(j);
-  return rc;
-}
+int store_load_join(store_load_job *j, store_dump_stats *st, const char **why) { return job_join(j, st, why); }
 
 /* ---- move ---------------------------------------------------------------------- */
 
@@ -351,7 +322,7 @@ int store_move(store *src, const char *name, store *dst, const char *newname, co
   dump_pipe *p = dump_pipe_new(STORE_MOVE_PIPE);
   if (!p) return DV_ENOMEM;
   store_dump_job *j;
-  rc = dump_start(src, name, &d, p, &j);
+  rc = job_start(src, name, &d, 0, p, &j);
   if (rc) {
     dump_pipe_unref(p);
     return rc;
