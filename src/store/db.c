@@ -317,6 +317,48 @@ struct cd_arg {
   size_t len;
 };
 
+int st_db_prefix_alloc(store *s, kv_txn *txn, int64_t *out) {
+  dv_buf k;
+  buf_init(&k);
+  tup_w w;
+  st_key_cluster(s, &k, &w, "prefix_counter");
+  const uint8_t *cv;
+  size_t cl;
+  int found;
+  int rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &cv, &cl, &found);
+  if (!rc) {
+    *out = (found ? st_le64_get(cv, cl) : 0) + 1;
+    uint8_t le[8];
+    st_le64(*out, le);
+    rc = kv_set(txn, k.p, k.len, le, 8);
+  }
+  buf_free(&k);
+  return rc;
+}
+
+int st_db_register(store *s, kv_txn *txn, const char *name, size_t len, int64_t prefix, int64_t inc) {
+  struct dbrec rec;
+  int found;
+  int rc = dbrec_read(s, txn, name, len, 0, &rec, &found);
+  if (rc) return rc;
+  if (found) return DV_EDB_EXISTS;
+  rec.prefix = prefix;
+  rec.inc = inc;
+  rec.created_at = st_now_us();
+  rec.moving = 0;
+  st_random(rec.uuid, 16);
+  dv_buf k, v;
+  buf_init(&k);
+  buf_init(&v);
+  dbrec_encode(&rec, &v);
+  dbs_key(s, &k, name, len);
+  rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set(txn, k.p, k.len, v.p, v.len);
+  if (!rc) rc = st_dbu_event(s, txn, name, len, "created");
+  buf_free(&k);
+  buf_free(&v);
+  return rc;
+}
+
 static int create_fn(kv_txn *txn, void *arg) {
   struct cd_arg *a = arg;
   store *s = a->s;
@@ -325,33 +367,10 @@ static int create_fn(kv_txn *txn, void *arg) {
   int rc = dbrec_read(s, txn, a->name, a->len, 0, &rec, &found);
   if (rc) return rc;
   if (found) return DV_EDB_EXISTS;
-  dv_buf k, v;
-  buf_init(&k);
-  buf_init(&v);
-  tup_w w;
-  st_key_cluster(s, &k, &w, "prefix_counter");
-  const uint8_t *cv;
-  size_t cl;
-  rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &cv, &cl, &found);
-  if (rc) goto out;
-  int64_t prefix = (found ? st_le64_get(cv, cl) : 0) + 1;
-  uint8_t le[8];
-  st_le64(prefix, le);
-  rc = kv_set(txn, k.p, k.len, le, 8);
-  if (rc) goto out;
-  rec.prefix = prefix;
-  rec.inc = 0;
-  rec.created_at = st_now_us();
-  rec.moving = 0;
-  st_random(rec.uuid, 16);
-  dbrec_encode(&rec, &v);
-  dbs_key(s, &k, a->name, a->len);
-  rc = buf_error(&k) || buf_error(&v) ? DV_ENOMEM : kv_set(txn, k.p, k.len, v.p, v.len);
-  if (!rc) rc = st_dbu_event(s, txn, a->name, a->len, "created");
+  int64_t prefix;
+  rc = st_db_prefix_alloc(s, txn, &prefix);
+  if (!rc) rc = st_db_register(s, txn, a->name, a->len, prefix, 0);
   if (!rc) rc = st_txid_write(s, txn, a->op);
-out:
-  buf_free(&k);
-  buf_free(&v);
   return rc;
 }
 

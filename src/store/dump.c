@@ -438,17 +438,7 @@ static int prefix_fn(kv_txn *txn, void *arg) {
   dv_buf k;
   buf_init(&k);
   tup_w w;
-  st_key_cluster(l->s, &k, &w, "prefix_counter");
-  const uint8_t *v;
-  size_t vl;
-  int found;
-  int rc = buf_error(&k) ? DV_ENOMEM : kv_get(txn, k.p, k.len, 0, &v, &vl, &found);
-  if (!rc) {
-    l->prefix = (found ? st_le64_get(v, vl) : 0) + 1;
-    uint8_t le[8];
-    st_le64(l->prefix, le);
-    rc = kv_set(txn, k.p, k.len, le, 8);
-  }
+  int rc = st_db_prefix_alloc(l->s, txn, &l->prefix);
   dv_buf v2;
   buf_init(&v2);
   if (!rc) rc = loads_key(l, &k);
@@ -498,31 +488,11 @@ static int final_write(lctx *l, kv_txn *txn, dv_buf *k, dv_buf *e) {
   key_sub(&l->p, k, SUB_TMP, NULL, 0);
   int rc = clear_prefix(txn, k, e);
   if (rc) return rc;
-  tup_w w;
-  st_key_cluster(l->s, k, &w, "dbs");
-  tup_str(&w, l->name, l->name_len);
-  const uint8_t *v;
-  size_t vl;
-  int found;
-  rc = buf_error(k) ? DV_ENOMEM : kv_get(txn, k->p, k->len, 0, &v, &vl, &found);
-  if (rc) return rc;
-  if (found) {
-    l->why = "the database exists";
-    return DV_EDB_EXISTS;
-  }
-  uint8_t uuid[16];
-  st_random(uuid, 16);
-  buf_reset(e);
-  tup_w_init(&w, e);
-  tup_int(&w, l->prefix);
-  tup_int(&w, l->max_inc + 1);
-  tup_int(&w, st_now_us());
-  tup_bytes(&w, uuid, 16);
-  rc = buf_error(e) ? DV_ENOMEM : kv_set(txn, k->p, k->len, e->p, e->len);
+  rc = st_db_register(l->s, txn, l->name, l->name_len, l->prefix, l->max_inc + 1);
+  if (rc == DV_EDB_EXISTS) l->why = "the database exists";
   if (!rc) rc = loads_key(l, k);
   if (!rc) rc = kv_clear(txn, k->p, k->len);
   if (!rc) rc = st_mdv_bump(txn);
-  if (!rc) rc = st_dbu_event(l->s, txn, l->name, l->name_len, "created");
   if (!rc) rc = st_txid_write(l->s, txn, l->op);
   return rc;
 }

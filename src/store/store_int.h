@@ -315,6 +315,14 @@ int st_db_check(store_db *db, kv_txn *txn, st_dbx *out) DV_MUST_CHECK;
 
 /* Bump the cluster-wide metadata version (every process reloads). */
 int st_mdv_bump(kv_txn *txn) DV_MUST_CHECK;
+/* A new database prefix: (R,0,"prefix_counter") + 1, read non-snapshot so
+ * two creators conflict (db.c's create, dump.c's load). */
+int st_db_prefix_alloc(store *s, kv_txn *txn, int64_t *out) DV_MUST_CHECK;
+/* (R,0,"dbs",Name) for a new database under prefix at Incarnation inc,
+ * with a fresh DbUUID and CreatedAt, and its "created" _db_updates event;
+ * DV_EDB_EXISTS when the name is taken (create, dump.c's load). */
+int st_db_register(store *s, kv_txn *txn, const char *name, size_t len, int64_t prefix,
+                   int64_t inc) DV_MUST_CHECK;
 
 /* Append this transaction's "updated" event for the database to the
  * db_updates queue (blind versionstamped key). */
