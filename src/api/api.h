@@ -161,6 +161,9 @@ int api_accepts_gzip(hreq *r);
 void api_uuid(char out[33]);
 /* 201 Created, Location: the request's path (areq.c). */
 void api_created(hreq *r);
+/* /_node/{node}/…: 1 when {node} is _local or this node's name, else the
+ * 404 "no such node" of chttpd_node's call_node is written and 0 (areq.c). */
+int api_our_node(hreq *r);
 
 /* CouchDB's request object (chttpd_external:json_req_obj) of r as JSON text,
  * appended to out, for a design-document function: info (GET /{db}, when

@@ -166,3 +166,9 @@ void api_created(hreq *r) {
   if (!buf_error(&loc)) hres_header(r, "Location", (const char *)loc.p);
   buf_free(&loc);
 }
+
+int api_our_node(hreq *r) {
+  if (!strcmp(r->seg[1], "_local") || !strcmp(r->seg[1], API_NODE_NAME)) return 1;
+  hres_errwf(r, DV_ENOT_FOUND, "no such node: %s", r->seg[1]);
+  return 0;
+}

@@ -87,10 +87,7 @@ static void put_items(json_w *w, const ck_list *l, int notes) {
 }
 
 static void hapi_check(hreq *r) {
-  if (strcmp(r->seg[1], "_local") && strcmp(r->seg[1], API_NODE_NAME)) {
-    hres_errwf(r, DV_ENOT_FOUND, "no such node: %s", r->seg[1]);
-    return;
-  }
+  if (!api_our_node(r)) return;
   size_t dl = 0;
   const char *db = hq_get(r, "db", &dl);
   if (db && (strlen(db) != dl || store_db_name_check(db, dl))) {

@@ -79,10 +79,7 @@ static void dump_done(void *arg) {
 }
 
 static void hapi_dump(hreq *r) {
-  if (strcmp(r->seg[1], "_local") && strcmp(r->seg[1], API_NODE_NAME)) {
-    hres_errwf(r, DV_ENOT_FOUND, "no such node: %s", r->seg[1]);
-    return;
-  }
+  if (!api_our_node(r)) return;
   if (api_open_db(r)) return; /* 404 before a byte of the body */
   dfeed *d = dv_calloc(1, sizeof *d);
   if (!d || !(d->p = dump_pipe_new(API_DUMP_PIPE))) {

@@ -383,13 +383,6 @@ static json_val *stats_tree(report *rp, int from) {
   return root;
 }
 
-/* _local or this node's name; else 404 as chttpd_node's call_node. */
-static int our_node(hreq *r) {
-  if (!strcmp(r->seg[1], "_local") || !strcmp(r->seg[1], API_NODE_NAME)) return 1;
-  hres_errwf(r, DV_ENOT_FOUND, "no such node: %s", r->seg[1]);
-  return 0;
-}
-
 static int stats_on(hreq *r) {
   if (dv_stats_on()) return 1;
   hres_errw(r, DV_ENOT_FOUND, dv_stats_env_off() ? "Statistics are off: this divan runs with DIVAN_STATS=off."
@@ -398,7 +391,7 @@ static int stats_on(hreq *r) {
 }
 
 static void hapi_stats(hreq *r) {
-  if (!our_node(r) || !stats_on(r)) return;
+  if (!api_our_node(r) || !stats_on(r)) return;
   report rp;
   int rc = report_init(&rp, r, 3);
   json_val *t = rc ? NULL : stats_tree(&rp, 3);
@@ -606,7 +599,7 @@ static void w_num(json_w *w, const char *key, int64_t v) {
 }
 
 static void hapi_system(hreq *r) {
-  if (!our_node(r)) return;
+  if (!api_our_node(r)) return;
   proc_info p;
   proc_get(r, &p);
   json_w w;
@@ -673,7 +666,7 @@ static void prom_proc(hreq *r, dv_buf *b) {
 }
 
 static void hapi_prometheus(hreq *r) {
-  if (!our_node(r) || !stats_on(r)) return;
+  if (!api_our_node(r) || !stats_on(r)) return;
   report rp;
   int rc = report_init(&rp, r, r->nseg);
   dv_buf b;
@@ -705,7 +698,7 @@ static void w_obj2(json_w *w, const char *key, const char *k1, const char *v1, c
 /* CouchDB 3.4's javascript_engine and collation_driver, then divan's own:
  * no "erlang" (there is none), its storage engine and HTTP server. */
 static void hapi_versions(hreq *r) {
-  if (!our_node(r)) return;
+  if (!api_our_node(r)) return;
   collate_versions cv;
   collate_versions_get(&cv);
   kv_info kv;
