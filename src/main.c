@@ -35,6 +35,7 @@
 #include "index/jsddoc.h"
 #include "index/mindex.h"
 #include "index/view.h"
+#include "store/clustercfg.h"
 #include "store/dump.h"
 #include "index/qs.h"
 #include "kv/kv.h"
@@ -454,17 +455,11 @@ static int opt_memory(dv_config *c, size_t *mb) {
   return 0;
 }
 
-static int load_config(struct serve_opts *o, dv_config **out) {
-  char path[4096];
-  if (o->config) snprintf(path, sizeof path, "%s", o->config);
-  else snprintf(path, sizeof path, "%s/local.ini", o->data);
-  char err[256] = "";
-  dv_config *c;
-  int rc = config_load(path, &c, err, sizeof err);
-  if (rc) {
-    fprintf(stderr, "divan: cannot read %s: %s\n", path, err[0] ? err : dv_strerror(rc));
-    return rc;
-  }
+/* The settings main.c reads once, from c as it stands: at start from the
+ * file and the flags, and again once the cluster-wide settings are in c
+ * (cmd_serve). o holds the flags as parsed: a flag given is an override. */
+static int read_opts(struct serve_opts *o, dv_config *c) {
+  int rc;
   long long port = o->port, threads = o->threads, body = (long long)o->max_body, doc = (long long)o->max_doc,
             idle = o->idle_timeout, head = o->head_timeout, conns = o->max_conns,
             per_ip = o->max_conns_ip < 0 ? 0 : o->max_conns_ip ? o->max_conns_ip : -1; /* -1: not set */
@@ -504,6 +499,21 @@ static int load_config(struct serve_opts *o, dv_config **out) {
   o->head_timeout = (int)head;
   o->max_conns = (int)conns;
   o->max_conns_ip = per_ip < 0 ? 0 : per_ip == 0 ? -1 : (int)per_ip; /* http_opts: 0 default, -1 no limit */
+  return rc;
+}
+
+static int load_config(struct serve_opts *o, dv_config **out) {
+  char path[4096];
+  if (o->config) snprintf(path, sizeof path, "%s", o->config);
+  else snprintf(path, sizeof path, "%s/local.ini", o->data);
+  char err[256] = "";
+  dv_config *c;
+  int rc = config_load(path, &c, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "divan: cannot read %s: %s\n", path, err[0] ? err : dv_strerror(rc));
+    return rc;
+  }
+  rc = read_opts(o, c);
   const char *env = getenv("DIVAN_ADMIN");
   if (!rc && env && *env) {
     const char *colon = strchr(env, ':');
@@ -532,6 +542,13 @@ static int any_admin(void *arg, const char *section, const char *key, const char
   (void)section, (void)key, (void)value;
   *(int *)arg = 1;
   return 1;
+}
+
+/* The cluster-wide settings changed (another process wrote them): the
+ * cached password checks go, as after a write through /_config. */
+static void cfg_changed(void *arg) {
+  (void)arg;
+  auth_cache_clear();
 }
 
 /* No server admin anywhere: make one, so that the server is never open to
@@ -692,6 +709,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   if (rc != PARSED) return rc;
   o.fdb = (o.given & GIVEN_FDB) != 0;
   if ((o.given & GIVEN_CONNS_IP) && !o.max_conns_ip) o.max_conns_ip = -1; /* 0: no limit */
+  const struct serve_opts flags = o; /* read_opts again once the cluster-wide settings are in */
 
   crash_handlers();
 
@@ -769,10 +787,42 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   }
   hooks_arg ha = {.cfg = cfg, .st = st};
   store_set_hooks(st, &(store_hooks_provider){.load = hooks_load, .unload = hooks_unload, .arg = &ha});
+  /* The cluster-wide settings (store/clustercfg.h): the file's plaintext
+   * admins hashed first, so that only hashes reach the store; then the
+   * store's settings are in force, and read_opts reads them. */
+  store_cfg *scfg = NULL;
+  rc = auth_hash_admins(cfg);
+  if (!rc) rc = store_cfg_attach(st, cfg, cfg_changed, NULL, &scfg);
+  if (rc) {
+    fprintf(stderr, "divan: cannot read the cluster-wide settings: %s\n", dv_strerror(rc));
+    store_close(st);
+    config_free(cfg);
+    kv_close(kv);
+    return 1;
+  }
+  struct serve_opts now = flags;
+  rc = read_opts(&now, cfg);
+  if (rc) {
+    store_cfg_detach(scfg);
+    store_close(st);
+    config_free(cfg);
+    kv_close(kv);
+    return 1;
+  }
+  o.max_body = now.max_body;
+  o.max_doc = now.max_doc;
+  o.idle_timeout = now.idle_timeout;
+  o.head_timeout = now.head_timeout;
+  o.body_timeout = now.body_timeout;
+  o.body_min_rate = now.body_min_rate;
+  o.send_timeout = now.send_timeout;
+  o.max_conns_ip = now.max_conns_ip;
+  store_set_max_document_size(st, o.max_doc);
   rc = first_admin(cfg);
   if (!rc) rc = auth_setup(st, cfg);
   if (rc) {
     fprintf(stderr, "divan: cannot set up authentication: %s\n", dv_strerror(rc));
+    store_cfg_detach(scfg);
     store_close(st);
     config_free(cfg);
     kv_close(kv);
@@ -781,6 +831,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   rc = qs_start(cfg); /* the query servers: the JavaScript engine and [query_servers] */
   if (rc) {
     fprintf(stderr, "divan: cannot start the query servers: %s\n", dv_strerror(rc));
+    store_cfg_detach(scfg);
     store_close(st);
     config_free(cfg);
     kv_close(kv);
@@ -790,6 +841,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   if (!rc) rc = vw_start(st); /* the view builder: background refreshes */
   if (rc) {
     fprintf(stderr, "divan: cannot start the index builder: %s\n", dv_strerror(rc));
+    store_cfg_detach(scfg);
     store_close(st);
     config_free(cfg);
     kv_close(kv);
@@ -810,6 +862,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
     fprintf(stderr, "divan: cannot listen on %s:%d: %s\n", o.bind, o.port, dv_strerror(rc));
     vw_stop();
     mindex_stop();
+    store_cfg_detach(scfg);
     store_close(st);
     config_free(cfg);
     kv_close(kv);
@@ -857,6 +910,7 @@ static int cmd_serve(const cli_cmd *cmd, int argc, char **argv) {
   vw_stop();     /* before the store and the query servers: it builds through both */
   mindex_stop(); /* before the store: the builder writes through it */
   qs_stop();
+  store_cfg_detach(scfg);
   store_close(st);
   config_free(cfg);
   kv_close(kv);

@@ -3,9 +3,10 @@
  * /_cluster_setup.
  *
  * Answers follow CouchDB 3.x's shapes; divan is a single node named
- * "divan@127.0.0.1" (membership and _node/_local report it). The config
- * shown by /_node/_local/_config is read-only until the configuration
- * issue: it lists the settings this server actually runs with.
+ * "divan@127.0.0.1" (membership and _node/_local report it).
+ * /_node/_local/_config shows the settings this server runs with: flags
+ * over the store's cluster-wide settings over the ini file (util/config.h's
+ * layers; store/clustercfg.h).
  *
  * Not here: /_db_updates (api/changes.c), /_session (authentication issue).
  */
@@ -428,7 +429,8 @@ static json_val *config_all(hreq *r) {
 
 /* PUT/DELETE /_node/{name}/_config/{section}/{key}: the old value as a JSON
  * string ("" when there was none); admins' passwords are stored hashed;
- * written to the ini file. */
+ * written by config_set: to the store for a cluster-wide setting (then the
+ * ini file as a copy; store/clustercfg.h), else to the ini file. */
 static void config_write(hreq *r) {
   dv_config *cfg = api_config(r);
   if (!cfg || r->nseg != 5) {

@@ -804,7 +804,7 @@ int auth_admin_hash(dv_config *c, const char *password, char **out) {
   return cr_admin_hash(password, prf < 0 ? CR_SHA256 : prf, auth_iterations(c), out);
 }
 
-int auth_setup(store *st, dv_config *c) {
+int auth_hash_admins(dv_config *c) {
   struct hash_arg h = {.cfg = c};
   int rc = config_each(c, "admins", collect_plain, &h);
   for (size_t i = 0; !rc && i < h.n; i++) {
@@ -819,6 +819,11 @@ int auth_setup(store *st, dv_config *c) {
   }
   for (size_t i = 0; i < h.n; i++) dv_free(h.names[i]);
   dv_free(h.names);
+  return rc;
+}
+
+int auth_setup(store *st, dv_config *c) {
+  int rc = auth_hash_admins(c);
   if (rc) return rc;
   char *secret = config_get(c, "chttpd_auth", "secret");
   if (!secret || !*secret) {

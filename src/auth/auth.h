@@ -80,10 +80,15 @@ typedef const char *(*auth_hdr_fn)(void *arg, const char *name);
 
 /* Start of server life: hash plaintext [admins] values (CouchDB does it on
  * start), make [chttpd_auth] secret if there is none, create the _users
- * database if it is missing. Persisted to the config file. The users
- * database's validator is not registered here: main.c's hooks provider
- * asks auth_hooks_load. */
+ * database if it is missing. Persisted as config_set persists: to the
+ * file, and to the store's cluster-wide settings once main.c attached them
+ * (store/clustercfg.h). The users database's validator is not registered
+ * here: main.c's hooks provider asks auth_hooks_load. */
 int auth_setup(store *st, dv_config *cfg) DV_MUST_CHECK;
+/* auth_setup's first step alone: hash the plaintext [admins] values in
+ * place (main.c runs it before the file seeds the cluster-wide settings,
+ * so no plaintext password reaches the store). */
+int auth_hash_admins(dv_config *cfg) DV_MUST_CHECK;
 
 /* auth's part of the store's hooks provider (store/hooks.h): for the users
  * database ([couch_httpd_auth] authentication_db), append users.c's rules

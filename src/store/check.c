@@ -1260,6 +1260,30 @@ static int dbu_group(ck *c, const kv_pair *p, int n, size_t glen) {
   return 0;
 }
 
+/* A cluster-wide setting (store/clustercfg.c): (R,0,"config","ini",Section,
+ * Key) = (Value,) or (null,). */
+static int config_group(ck *c, const kv_pair *p, int n, size_t glen) {
+  (void)n, (void)glen;
+  dv_buf pre;
+  buf_init(&pre);
+  tup_w w;
+  st_key_cluster(c->s, &pre, &w, "config");
+  tup_strz(&w, "ini");
+  size_t off = pre.len;
+  buf_free(&pre);
+  tup_r r;
+  tup_item sec, key, val;
+  tup_r_init(&r, p[0].key + off, p[0].key_len - off);
+  int bad = tup_get(&r, TUP_STR, &sec) || tup_get(&r, TUP_STR, &key) || !tup_r_done(&r);
+  if (!bad) {
+    tup_r_init(&r, p[0].val, p[0].val_len);
+    bad = tup_next(&r, &val) != 1 || (val.type != TUP_STR && val.type != TUP_NULL) || !tup_r_done(&r);
+  }
+  if (bad) PROBLEM(c, NULL, 0, "(R,0,\"config\",\"ini\",Section,Key) = (Value,) or (null,)",
+                   "a cluster-wide setting's row does not decode");
+  return 0;
+}
+
 int store_check_cluster(store *s, store_check_out *out) {
   ck c;
   ck_init(&c, s, out);
@@ -1302,6 +1326,15 @@ int store_check_cluster(store *s, store_check_out *out) {
     buf_append(&e, b.p, b.len);
     buf_putc(&e, 0xff);
     rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : walk_groups(&c, &b, &e, base, 1, dbu_group);
+  }
+  if (!rc) {
+    st_key_cluster(s, &b, &w, "config");
+    tup_strz(&w, "ini");
+    size_t base = b.len;
+    buf_reset(&e);
+    buf_append(&e, b.p, b.len);
+    buf_putc(&e, 0xff);
+    rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : walk_groups(&c, &b, &e, base, 2, config_group);
   }
   buf_free(&b);
   buf_free(&e);

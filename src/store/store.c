@@ -569,6 +569,8 @@ static int config_fn(kv_txn *txn, void *arg) {
   return rc;
 }
 
+void store_set_max_document_size(store *s, size_t n) { s->max_doc = n ? n : STORE_DEFAULT_MAX_DOC; }
+
 int store_open(kv_db *kv, const store_opts *opts, store **out) {
   store_opts o = {0};
   if (opts) o = *opts;

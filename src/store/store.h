@@ -69,6 +69,9 @@ int store_open(kv_db *kv, const store_opts *opts, store **out) DV_MUST_CHECK;
 void store_close(store *s);
 
 kv_db *store_kv(store *s);
+/* Change max_document_size (store_opts) before serving: main.c, once the
+ * cluster-wide settings are read. */
+void store_set_max_document_size(store *s, size_t n);
 
 /* ---- revision ids ------------------------------------------------------ */
 

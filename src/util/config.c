@@ -46,13 +46,20 @@ typedef struct cfg_override {
   char *value;    /* the value, or NULL: the key is deleted */
 } cfg_override;
 
+/* A layer of entries over the file: the overrides, or the shared values. */
+typedef struct cfg_layer {
+  cfg_override *e;      /* unordered */
+  size_t n;
+} cfg_layer;
+
 struct dv_config {
   pthread_mutex_t mu;   /* guards everything below but path */
   char *path;           /* the ini file, or NULL; set once at load */
   cfg_line **lines;     /* the file layer, in file order */
   size_t nlines;        /* entries in lines */
-  cfg_override *ovr;    /* the override layer, unordered */
-  size_t novr;          /* entries in ovr */
+  cfg_layer shr;        /* the shared layer (config_shared_replace) */
+  cfg_layer ovr;        /* the override layer */
+  config_shared_hook hook; /* where shared keys are written; .write NULL: none */
 };
 
 /* rewrite()'s result when the new file is in place but the directory
@@ -152,15 +159,21 @@ static long find_header(const dv_config *c, const char *section) {
   return found;
 }
 
-static cfg_override *find_override(const dv_config *c, const char *section, const char *key) {
-  for (size_t i = 0; i < c->novr; i++)
-    if (!strcmp(c->ovr[i].section, section) && !strcmp(c->ovr[i].key, key)) return &c->ovr[i];
+static cfg_override *find_in(const cfg_layer *l, const char *section, const char *key) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->e[i].section, section) && !strcmp(l->e[i].key, key)) return &l->e[i];
   return NULL;
 }
 
-/* The effective value (borrowed, mutex held), or NULL. */
+static cfg_override *find_override(const dv_config *c, const char *section, const char *key) {
+  return find_in(&c->ovr, section, key);
+}
+
+/* The effective value (borrowed, mutex held), or NULL: an override, else a
+ * shared value, else the file's. */
 static const char *effective(const dv_config *c, const char *section, const char *key) {
   const cfg_override *o = find_override(c, section, key);
+  if (!o) o = find_in(&c->shr, section, key);
   if (o) return o->value;
   long i = find_entry(c, section, key);
   return i >= 0 ? c->lines[i]->value : NULL;
@@ -433,9 +446,9 @@ static int delete_file(dv_config *c, const char *section, const char *key) {
   return rc;
 }
 
-/* Set the override of section/key to value (NULL: a deletion). */
-static int set_override(dv_config *c, const char *section, const char *key, const char *value) {
-  cfg_override *o = find_override(c, section, key);
+/* Set section/key in layer l to value (NULL: a deletion). */
+static int set_in(cfg_layer *l, const char *section, const char *key, const char *value) {
+  cfg_override *o = find_in(l, section, key);
   char *v = NULL;
   if (value && !(v = dup_str(value))) return DV_ENOMEM;
   if (o) {
@@ -444,19 +457,30 @@ static int set_override(dv_config *c, const char *section, const char *key, cons
     return 0;
   }
   cfg_override no = {dup_str(section), dup_str(key), v};
-  cfg_override *arr = no.section && no.key ? dv_realloc(c->ovr, (c->novr + 1) * sizeof *arr) : NULL;
+  cfg_override *arr = no.section && no.key ? dv_realloc(l->e, (l->n + 1) * sizeof *arr) : NULL;
   if (!arr) {
     override_free(&no);
     return DV_ENOMEM;
   }
-  c->ovr = arr;
-  c->ovr[c->novr++] = no;
+  l->e = arr;
+  l->e[l->n++] = no;
   return 0;
+}
+
+static int set_override(dv_config *c, const char *section, const char *key, const char *value) {
+  return set_in(&c->ovr, section, key, value);
 }
 
 static void drop_override(dv_config *c, cfg_override *o) {
   override_free(o);
-  *o = c->ovr[--c->novr];
+  *o = c->ovr.e[--c->ovr.n];
+}
+
+static void layer_free(cfg_layer *l) {
+  for (size_t i = 0; i < l->n; i++) override_free(&l->e[i]);
+  dv_free(l->e);
+  l->e = NULL;
+  l->n = 0;
 }
 
 /* ---- the interface ---- */
@@ -473,9 +497,9 @@ static dv_config *config_new(void) {
 void config_free(dv_config *c) {
   if (!c) return;
   for (size_t i = 0; i < c->nlines; i++) line_free(c->lines[i]);
-  for (size_t i = 0; i < c->novr; i++) override_free(&c->ovr[i]);
+  layer_free(&c->ovr);
+  layer_free(&c->shr);
   dv_free(c->lines);
-  dv_free(c->ovr);
   dv_free(c->path);
   pthread_mutex_destroy(&c->mu);
   dv_free(c);
@@ -611,13 +635,35 @@ static int finish(dv_config *c, int rc, char *old, char **out_old) {
   return rc;
 }
 
+/* 1 if a persisted write of section/key goes to the hook (mutex held). */
+static int shared_key(const dv_config *c, const char *section, const char *key) {
+  return c->hook.write && (!c->hook.scope || c->hook.scope(section, key));
+}
+
+/* A persisted write of a shared key: the hook first, without the mutex (it
+ * runs a transaction); then, the write made, the file and the shared layer.
+ * value NULL: a delete. The mutex is held on entry and on return. */
+static int write_shared(dv_config *c, const char *section, const char *key, const char *value) {
+  config_shared_hook h = c->hook;
+  pthread_mutex_unlock(&c->mu);
+  int rc = h.write(h.arg, section, key, value);
+  pthread_mutex_lock(&c->mu);
+  if (rc) return rc < 0 ? rc : DV_EIO;
+  /* in force now: the shared layer at once (read your writes), then this
+   * process's copy in its file, as a write without a hook makes it */
+  if ((rc = set_in(&c->shr, section, key, value)) != 0) return rc;
+  if (value) return set_file(c, section, key, value);
+  return find_entry(c, section, key) >= 0 ? delete_file(c, section, key) : 0;
+}
+
 int config_set(dv_config *c, const char *section, const char *key, const char *value, int persist,
                char **out_old) {
   char *old = NULL;
   if (!c || !writable(section, key, value)) return DV_EINVAL;
   pthread_mutex_lock(&c->mu);
   int rc = out_old ? copy_old(c, section, key, &old) : 0;
-  if (!rc) rc = persist ? set_file(c, section, key, value) : set_override(c, section, key, value);
+  if (!rc && persist && shared_key(c, section, key)) rc = write_shared(c, section, key, value);
+  else if (!rc) rc = persist ? set_file(c, section, key, value) : set_override(c, section, key, value);
   return finish(c, rc, old, out_old);
 }
 
@@ -628,10 +674,15 @@ int config_delete(dv_config *c, const char *section, const char *key, int persis
   pthread_mutex_lock(&c->mu);
   cfg_override *o = find_override(c, section, key);
   int in_file = find_entry(c, section, key) >= 0;
-  if (persist ? !o && !in_file : !effective(c, section, key)) {
+  int shared = persist && shared_key(c, section, key);
+  if (shared ? !effective(c, section, key) && !o && !in_file
+             : persist ? !o && !in_file : !effective(c, section, key)) {
     rc = DV_ENOT_FOUND;
   } else if ((rc = out_old ? copy_old(c, section, key, &old) : 0)) {
     /* out of memory */
+  } else if (shared) {
+    rc = write_shared(c, section, key, NULL);
+    if (rc >= 0 && (o = find_override(c, section, key))) drop_override(c, o);
   } else if (!persist) {
     if (in_file) rc = set_override(c, section, key, NULL);
     else drop_override(c, o);
@@ -642,13 +693,48 @@ int config_delete(dv_config *c, const char *section, const char *key, int persis
   return finish(c, rc, old, out_old);
 }
 
+void config_set_shared_hook(dv_config *c, const config_shared_hook *h) {
+  pthread_mutex_lock(&c->mu);
+  c->hook = h ? *h : (config_shared_hook){0};
+  pthread_mutex_unlock(&c->mu);
+}
+
+int config_shared_key(dv_config *c, const char *section, const char *key) {
+  pthread_mutex_lock(&c->mu);
+  int r = shared_key(c, section, key);
+  pthread_mutex_unlock(&c->mu);
+  return r;
+}
+
+int config_shared_replace(dv_config *c, const config_row *rows, size_t n, int *changed) {
+  cfg_layer nl = {0};
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) rc = set_in(&nl, rows[i].section, rows[i].key, rows[i].value);
+  if (rc) {
+    layer_free(&nl);
+    return rc;
+  }
+  pthread_mutex_lock(&c->mu);
+  int diff = nl.n != c->shr.n;
+  for (size_t i = 0; i < nl.n && !diff; i++) {
+    const cfg_override *a = &nl.e[i], *b = find_in(&c->shr, a->section, a->key);
+    diff = !b || (!a->value != !b->value) || (a->value && strcmp(a->value, b->value));
+  }
+  cfg_layer old = c->shr;
+  c->shr = nl;
+  pthread_mutex_unlock(&c->mu);
+  layer_free(&old);
+  if (changed) *changed = diff;
+  return 0;
+}
+
 /* ---- config_each ---- */
 
 typedef struct each_item {
   const char *section;  /* borrowed from the config (mutex held) */
   const char *key;
   const char *value;    /* NULL: deleted by an override */
-  size_t rank;          /* later wins: file order, then overrides */
+  size_t rank;          /* later wins: file order, then shared, then overrides */
 } each_item;
 
 static int item_cmp(const void *a, const void *b) {
@@ -659,7 +745,7 @@ static int item_cmp(const void *a, const void *b) {
   return d;
 }
 
-int config_each(dv_config *c, const char *section, config_cb cb, void *arg) {
+static int each(dv_config *c, const char *section, int file_only, config_cb cb, void *arg) {
   each_item *items = NULL;
   size_t *offs = NULL, n = 0, nout = 0;
   dv_buf snap = DV_BUF_INIT;
@@ -668,8 +754,9 @@ int config_each(dv_config *c, const char *section, config_cb cb, void *arg) {
 
   if (!c || !cb) return DV_EINVAL;
   pthread_mutex_lock(&c->mu);
-  items = dv_malloc((c->nlines + c->novr) * sizeof *items);
-  offs = dv_malloc((c->nlines + c->novr) * 3 * sizeof *offs);
+  size_t cap = c->nlines + c->shr.n + c->ovr.n + 1;
+  items = dv_malloc(cap * sizeof *items);
+  offs = dv_malloc(cap * 3 * sizeof *offs);
   if (!items || !offs) {
     rc = DV_ENOMEM;
     pthread_mutex_unlock(&c->mu);
@@ -681,11 +768,13 @@ int config_each(dv_config *c, const char *section, config_cb cb, void *arg) {
     else if (l->key && cur && (!section || !strcmp(cur, section)))
       items[n++] = (each_item){cur, l->key, l->value, i};
   }
-  for (size_t i = 0; i < c->novr; i++) {
-    const cfg_override *o = &c->ovr[i];
-    if (!section || !strcmp(o->section, section))
-      items[n++] = (each_item){o->section, o->key, o->value, c->nlines + i};
-  }
+  const cfg_layer *layers[2] = {&c->shr, &c->ovr}; /* rank: file, shared, overrides */
+  for (int k = 0; k < 2 && !file_only; k++)
+    for (size_t i = 0; i < layers[k]->n; i++) {
+      const cfg_override *o = &layers[k]->e[i];
+      if (!section || !strcmp(o->section, section))
+        items[n++] = (each_item){o->section, o->key, o->value, c->nlines + (k ? c->shr.n : 0) + i};
+    }
   qsort(items, n, sizeof *items, item_cmp);
   /* the last of each (section, key) run wins; copy it into the snapshot */
   for (size_t i = 0; i < n; i++) {
@@ -713,3 +802,9 @@ done:
   buf_free(&snap);
   return rc;
 }
+
+int config_each(dv_config *c, const char *section, config_cb cb, void *arg) {
+  return each(c, section, 0, cb, arg);
+}
+
+int config_each_file(dv_config *c, config_cb cb, void *arg) { return each(c, NULL, 1, cb, arg); }

@@ -30,11 +30,19 @@
  * a line without '=', an unterminated header and a NUL byte are errors. Line
  * ends may be "\n" or "\r\n".
  *
- * Two layers. File values are what the file says (persist=1 changes them and
- * the file). Overrides are kept in memory only (persist=0): a value, or a
+ * Three layers. File values are what the file says (persist=1 changes them
+ * and the file). Overrides are kept in memory only (persist=0): a value, or a
  * deletion that hides the file value. An override wins over the file value
  * of its key until a persisted delete removes both; a persisted set changes
  * the file value and leaves an override of that key in force.
+ *
+ * Between them, shared values: settings held outside the process (the
+ * store's cluster-wide config, store/config.c), each a value or a deletion,
+ * replaced as a whole by config_shared_replace. Effective value: override,
+ * else shared, else file. With a shared hook installed, a persisted write of
+ * a key the hook's scope claims goes to the hook first (without the mutex);
+ * once the hook has made it, the shared layer holds it at once and the file
+ * gets the same change, as this process's copy.
  *
  * Every function is thread-safe: a mutex inside the dv_config guards it, and
  * every value handed out is the caller's own copy (free it with dv_free).
@@ -136,5 +144,39 @@ int config_delete(dv_config *c, const char *section, const char *key, int persis
  * DV_EINVAL for a NULL c or cb. */
 typedef int (*config_cb)(void *arg, const char *section, const char *key, const char *value);
 int config_each(dv_config *c, const char *section, config_cb cb, void *arg);
+
+/* ---- the shared layer -------------------------------------------------------- */
+
+typedef struct config_row {
+  const char *section, *key;
+  const char *value;                 /* NULL: deleted (hides the file value) */
+} config_row;
+
+typedef struct config_shared_hook {
+  /* 1 if section/key is shared (NULL: every key is) */
+  int (*scope)(const char *section, const char *key);
+  /* make the write where the shared values live (value NULL: a delete);
+   * 0 or a DV_E* code, which config_set/config_delete return unchanged */
+  int (*write)(void *arg, const char *section, const char *key, const char *value);
+  void *arg;
+} config_shared_hook;
+
+/* Install h (copied; NULL removes it). From then on config_set and
+ * config_delete with persist=1 of a key h->scope claims call h->write;
+ * DV_ENOT_FOUND for a delete when the key has no effective value, no
+ * override and no file line. */
+void config_set_shared_hook(dv_config *c, const config_shared_hook *h);
+
+/* 1 if a persisted write of section/key goes to the shared hook. */
+int config_shared_key(dv_config *c, const char *section, const char *key);
+
+/* Make rows (n of them; a (section, key) given twice: the last wins) the
+ * whole shared layer. *changed (may be NULL) = 1 if the effective shared
+ * rows differ from before. 0 or DV_ENOMEM (nothing changed). */
+int config_shared_replace(dv_config *c, const config_row *rows, size_t n, int *changed) DV_MUST_CHECK;
+
+/* config_each over the file layer only (what the file says, ignoring shared
+ * values and overrides): what a process would seed a shared store with. */
+int config_each_file(dv_config *c, config_cb cb, void *arg);
 
 #endif

@@ -1,5 +1,6 @@
 /* tests.h — the auth layer's tests: crypto.c (test_crypto.c), the header
- * parsers' fuzz smoke (authparse.c), users.c's _users rules (test_users.c).
+ * parsers' fuzz smoke (authparse.c), users.c's _users rules (test_users.c),
+ * cluster-wide settings shared by two stores (test_cluster.c).
  * X(name, timeout_seconds). */
 #define AUTH_TESTS(X) \
   X(crypto_b64_fuzz_smoke, 60) \
@@ -38,4 +39,6 @@
   X(users_design_docs, 5) \
   X(users_local_docs, 5) \
   X(users_read, 5) \
-  X(users_alloc_fail, 60)
+  X(users_alloc_fail, 60) \
+  X(cluster_config_two_stores, 60) \
+  X(cluster_config_embedded, 30)

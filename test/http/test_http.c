@@ -39,6 +39,7 @@ TEST(http_auth) { suite("test/node/http/auth.test.js"); }
 TEST(http_conformance) { suite("test/node/http/conformance.test.js"); }
 TEST(http_hostile) { suite("test/node/http/hostile.test.js"); }
 TEST(http_move) { suite("test/node/http/move.test.js"); }
+TEST(http_config) { suite("test/node/http/config.test.js"); }
 TEST(http_slowloris) { suite("test/node/http/slowloris.test.js"); }
 TEST(http_idlefeeds) { suite("test/node/http/idlefeeds.test.js"); }
 TEST(http_memory) { suite("test/node/http/memory.test.js"); }
@@ -77,6 +78,7 @@ TEST(soak_short) {
 TEST(fdb_http_stats) { suite_fdb("test/node/http/stats.test.js"); }
 TEST(fdb_http_validate) { suite_fdb("test/node/http/validate.test.js"); }
 TEST(fdb_http_views) { suite_fdb("test/node/http/views.test.js"); }
+TEST(fdb_http_config) { suite_fdb("test/node/http/config.test.js"); }
 TEST(fdb_http_server) { suite_fdb("test/node/http/server.test.js"); }
 TEST(fdb_http_limits) { suite_fdb("test/node/http/limits.test.js"); }
 TEST(fdb_http_doc) { suite_fdb("test/node/http/doc.test.js"); }

@@ -29,6 +29,7 @@
   X(http_conformance, 120)     \
   X(http_hostile, 120)         \
   X(http_move, 120)            \
+  X(http_config, 60)           \
   X(http_slowloris, 120)       \
   X(http_idlefeeds, 300)       \
   X(http_memory, 180)          \
@@ -78,4 +79,5 @@
   X(fdb_http_filters, 180) \
   X(fdb_http_validate, 200)    \
   X(fdb_http_views, 240)       \
-  X(fdb_http_stats, 120)
+  X(fdb_http_stats, 120)       \
+  X(fdb_http_config, 60)

@@ -936,3 +936,84 @@ TEST(config_alloc_fail) {
 
 /* The parser under libFuzzer for 20 s (make fuzz runs it longer). */
 TEST(config_fuzz_smoke) { test_fuzz_smoke("fuzz_config"); }
+
+/* ---- the shared layer ---- */
+
+typedef struct hook_log {
+  char last[256];     /* "section/key=value" or "section/key deleted" */
+  int calls;
+  int fail;           /* the next write fails with this */
+} hook_log;
+
+static int only_s(const char *section, const char *key) {
+  (void)key;
+  return !strcmp(section, "s");
+}
+
+static int hook_write(void *arg, const char *section, const char *key, const char *value) {
+  hook_log *h = arg;
+  h->calls++;
+  if (h->fail) return h->fail;
+  if (value) snprintf(h->last, sizeof h->last, "%s/%s=%s", section, key, value);
+  else snprintf(h->last, sizeof h->last, "%s/%s deleted", section, key);
+  return 0;
+}
+
+/* override > shared > file; a persisted write of a shared key goes to the
+ * hook first, then to the shared layer and the file; a failed hook changes
+ * nothing; config_each_file sees the file alone. */
+TEST(config_shared_layer) {
+  char path[512];
+  tmp_path(path, sizeof path, "local.ini");
+  write_text(path, "[s]\na = file\nb = file\n[l]\nk = file\n");
+  dv_config *c = load_ok(path);
+  int changed = -1;
+  config_row rows[] = {{"s", "a", "shared"}, {"s", "b", NULL}, {"s", "new", "n"}};
+  ASSERT_OK(config_shared_replace(c, rows, 3, &changed));
+  ASSERT_EQ(changed, 1);
+  ASSERT_GET(c, "s", "a", "shared");
+  ASSERT_GET(c, "s", "b", NULL); /* a shared deletion hides the file value */
+  ASSERT_GET(c, "s", "new", "n");
+  ASSERT_OK(config_shared_replace(c, rows, 3, &changed));
+  ASSERT_EQ(changed, 0);
+  char *d = dump(c, NULL);
+  ASSERT_STR_EQ(d, "[l] k=file\n[s] a=shared\n[s] new=n\n");
+  free(d);
+  dv_buf b = DV_BUF_INIT;
+  ASSERT_OK(config_each_file(c, dump_cb, &b));
+  ASSERT_STR_EQ((char *)b.p, "[l] k=file\n[s] a=file\n[s] b=file\n");
+  buf_free(&b);
+  ASSERT_OK(config_set(c, "s", "new", "ovr", 0, NULL));
+  ASSERT_GET(c, "s", "new", "ovr");
+  ASSERT_OK(config_delete(c, "s", "new", 0, NULL));
+  ASSERT_GET(c, "s", "new", "n"); /* the override gone, the shared value again */
+
+  hook_log h = {0};
+  config_set_shared_hook(c, &(config_shared_hook){.scope = only_s, .write = hook_write, .arg = &h});
+  ASSERT_EQ(config_shared_key(c, "s", "x"), 1);
+  ASSERT_EQ(config_shared_key(c, "l", "k"), 0);
+  char *old = NULL;
+  ASSERT_OK(config_set(c, "s", "a", "put", 1, &old));
+  ASSERT_STR_EQ(old, "shared");
+  dv_free(old);
+  ASSERT_STR_EQ(h.last, "s/a=put");
+  ASSERT_GET(c, "s", "a", "put");
+  ASSERT_FILE(path, "[s]\na = put\nb = file\n[l]\nk = file\n");
+  ASSERT_OK(config_set(c, "l", "k", "local", 1, NULL)); /* not shared: the file only */
+  ASSERT_EQ(h.calls, 1);
+  ASSERT_OK(config_delete(c, "s", "new", 1, &old)); /* in the shared layer only */
+  ASSERT_STR_EQ(old, "n");
+  dv_free(old);
+  ASSERT_STR_EQ(h.last, "s/new deleted");
+  ASSERT_GET(c, "s", "new", NULL);
+  ASSERT_EQ(config_delete(c, "s", "nothing", 1, NULL), DV_ENOT_FOUND);
+  ASSERT_EQ(h.calls, 2);
+  h.fail = DV_ECONFLICT;
+  ASSERT_EQ(config_set(c, "s", "a", "refused", 1, NULL), DV_ECONFLICT);
+  ASSERT_GET(c, "s", "a", "put");
+  ASSERT_FILE(path, "[s]\na = put\nb = file\n[l]\nk = local\n");
+  config_set_shared_hook(c, NULL);
+  ASSERT_OK(config_set(c, "s", "z", "1", 1, NULL));
+  ASSERT_EQ(h.calls, 3);
+  config_free(c);
+}

@@ -20,6 +20,7 @@
   X(config_parse_errors, 5) \
   X(config_get_typed, 5) \
   X(config_overrides, 5) \
+  X(config_shared_layer, 5) \
   X(config_persist_roundtrip, 10) \
   X(config_persist_edges, 10) \
   X(config_missing_file, 5) \
