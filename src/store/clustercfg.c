@@ -120,6 +120,18 @@ static void rows_reset(rowset *r) {
   r->n = 0;
 }
 
+/* Room for one more row (r->n not moved), or NULL without memory. */
+static config_row *rows_slot(rowset *r) {
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 32;
+    config_row *nr = dv_realloc(r->rows, cap * sizeof *nr);
+    if (!nr) return NULL;
+    r->rows = nr;
+    r->cap = cap;
+  }
+  return &r->rows[r->n];
+}
+
 static char *item_str(dv_arena *a, const tup_item *it) {
   char *p = arena_alloc(a, it->s_len + 1);
   if (!p) return NULL;
@@ -140,14 +152,8 @@ static int row_add(rowset *r, const kv_pair *kp, size_t plen) {
     log_warning("config: a cluster-wide setting's row does not decode; skipped");
     return 0;
   }
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? 2 * r->cap : 32;
-    config_row *nr = dv_realloc(r->rows, cap * sizeof *nr);
-    if (!nr) return DV_ENOMEM;
-    r->rows = nr;
-    r->cap = cap;
-  }
-  config_row *row = &r->rows[r->n];
+  config_row *row = rows_slot(r);
+  if (!row) return DV_ENOMEM;
   row->section = item_str(&r->a, &s);
   row->key = item_str(&r->a, &k);
   row->value = v.type == TUP_STR ? item_str(&r->a, &v) : NULL;
@@ -218,14 +224,8 @@ typedef struct seed_arg {
 static int collect_file(void *arg, const char *section, const char *key, const char *value) {
   rowset *r = arg;
   if (!store_cfg_shared(section, key)) return 0;
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? 2 * r->cap : 32;
-    config_row *nr = dv_realloc(r->rows, cap * sizeof *nr);
-    if (!nr) return DV_ENOMEM;
-    r->rows = nr;
-    r->cap = cap;
-  }
-  config_row *row = &r->rows[r->n];
+  config_row *row = rows_slot(r);
+  if (!row) return DV_ENOMEM;
   row->section = arena_strndup(&r->a, section, strlen(section));
   row->key = arena_strndup(&r->a, key, strlen(key));
   row->value = arena_strndup(&r->a, value, strlen(value));
