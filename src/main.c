@@ -107,7 +107,7 @@ struct move_opts {
   const char *fdb_library;  /* libfdb_c to load, NULL = the default */
 };
 
-enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4, GIVEN_FDB = 8, GIVEN_CONNS_IP = 16 };
+enum { GIVEN_BIND = 1, GIVEN_PORT = 2, GIVEN_FDB_LIB = 4, GIVEN_FDB = 8, GIVEN_CONNS_IP = 16, GIVEN_RESUME = 32 };
 
 enum flag_kind {
   FLAG_HELP,    /* print the command's help and exit 0 */
@@ -116,6 +116,7 @@ enum flag_kind {
   FLAG_OPT_STR, /* the same, but it may be left out (--fdb [FILE]) */
   FLAG_INT,     /* a decimal integer in lo..hi, stored as int */
   FLAG_SIZE,    /* a decimal integer in lo..hi, stored as size_t */
+  FLAG_SWITCH,  /* no value: only its GIVEN_* bit */
 };
 
 typedef struct cli_flag {
@@ -198,6 +199,8 @@ static const cli_flag dump_flags[] = {
     {"--data", NULL, "DIR", FLAG_STR, 0, 0, DUMP(data), 0, "data directory (default ./data)"},
     {"--db", NULL, "NAME", FLAG_STR, 0, 0, DUMP(db), 0, "the database (or give it as the last argument)"},
     {"--output", "-o", "FILE", FLAG_STR, 0, 0, DUMP(file), 0, "write the dump to FILE (default stdout)"},
+    {"--resume", NULL, NULL, FLAG_SWITCH, 0, 0, 0, GIVEN_RESUME,
+     "go on with the interrupted dump in -o FILE from its last checkpoint"},
     {"--fdb", NULL, "[CLUSTER_FILE]", FLAG_OPT_STR, 0, 0, DUMP(cluster_file), GIVEN_FDB,
      "dump from a FoundationDB cluster's store (default: FDB's own cluster file)"},
     {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, DUMP(fdb_library), GIVEN_FDB_LIB,
@@ -210,6 +213,8 @@ static const cli_flag load_flags[] = {
     {"--data", NULL, "DIR", FLAG_STR, 0, 0, DUMP(data), 0, "data directory, created if missing (default ./data)"},
     {"--db", NULL, "NAME", FLAG_STR, 0, 0, DUMP(db), 0, "the new database (or give it as the last argument)"},
     {"--input", "-i", "FILE", FLAG_STR, 0, 0, DUMP(file), 0, "read the dump from FILE (default stdin)"},
+    {"--resume", NULL, NULL, FLAG_SWITCH, 0, 0, 0, GIVEN_RESUME,
+     "go on with the interrupted load of DB from this dump: what it wrote is read, not written again"},
     {"--fdb", NULL, "[CLUSTER_FILE]", FLAG_OPT_STR, 0, 0, DUMP(cluster_file), GIVEN_FDB,
      "load into a FoundationDB cluster's store (default: FDB's own cluster file)"},
     {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, DUMP(fdb_library), GIVEN_FDB_LIB,
@@ -223,6 +228,8 @@ static const cli_flag move_flags[] = {
      "what becomes of the source once the target has it (default keep)"},
     {"--fdb-library", NULL, "PATH", FLAG_STR, 0, 0, MOVE(fdb_library), GIVEN_FDB_LIB,
      "the libfdb_c to load for an fdb: store (default libfdb_c.so)"},
+    {"--resume", NULL, NULL, FLAG_SWITCH, 0, 0, 0, GIVEN_RESUME,
+     "go on with an interrupted move into NEWNAME from its last checkpoint"},
     HELP_FLAG,
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
@@ -294,19 +301,25 @@ static const cli_cmd commands[] = {
     {"dump", "write one database to a dump file: every key, revision, attachment and changes row",
      "  divan dump --data DIR|--fdb [CLUSTER_FILE] DB > FILE. The file is versioned,\n"
      "  checksummed and compressed (README \"Dump and load\"); the database may take writes\n"
-     "  meanwhile (FoundationDB): they are caught up. Exit status 0 done, 1 the database\n"
-     "  kept changing, 2 usage, open errors or no such database.\n",
+     "  meanwhile (FoundationDB): they are caught up. divan dump --resume -o FILE DB goes on\n"
+     "  with a dump to FILE that was cut (killed, a full disk) from its last checkpoint.\n"
+     "  Exit status 0 done, 1 the database kept changing or FILE cannot be resumed, 2 usage,\n"
+     "  open errors or no such database.\n",
      dump_flags, cmd_dump},
     {"load", "load a dump file as a new database, keeping its sequences",
      "  divan load --data DIR|--fdb [CLUSTER_FILE] DB < FILE. DB must not exist; nothing is\n"
-     "  visible until the whole file is in. Exit status 0 done, 1 the file was refused\n"
-     "  (damaged, truncated, a newer format) or DB exists, 2 usage or open errors.\n",
+     "  visible until the whole file is in. A load killed midway goes on with\n"
+     "  divan load --resume -i FILE DB (the same file). Exit status 0 done, 1 the file was\n"
+     "  refused (damaged, truncated, a newer format, another dump than the one resumed) or\n"
+     "  DB exists, 2 usage or open errors.\n",
      load_flags, cmd_load},
     {"move", "move a database to another store (or name) without a file, keeping its sequences",
      "  divan move SRC DB DST [NEWNAME], a store being data:DIR or fdb:[CLUSTER_FILE]. The\n"
      "  source stays writable while it is copied, then refuses writes (503) during a short\n"
      "  last catch-up; once the target has it the source is kept (writable again: a copy),\n"
      "  renamed to DB_moved_<unix seconds> or deleted (--then). NEWNAME must not exist.\n"
+     "  A move whose source side failed, or that was killed, keeps what it copied: the\n"
+     "  same command with --resume goes on from there.\n"
      "  Exit status 0 done, 1 refused (the target exists, the database kept changing),\n"
      "  2 usage, open errors or no such database.\n",
      move_flags, cmd_move},
@@ -358,9 +371,10 @@ static int parse_flags(const cli_cmd *cmd, const cli_flag *flags, int argc, char
       printf("divan %s\n", DIVAN_VERSION);
       return 0;
     }
+    *given |= f->given;
+    if (f->kind == FLAG_SWITCH) continue;
     const char *v = eq ? eq + 1 : NULL;
     if (!v && i + 1 < argc && strncmp(argv[i + 1], "--", 2)) v = argv[++i];
-    *given |= f->given;
     if (!v && f->kind == FLAG_OPT_STR) continue;
     if (!v) {
       fprintf(stderr, "divan: %s needs a value (%s); %s\n", f->name, f->value, hint(cmd));
@@ -974,7 +988,8 @@ static int cmd_dump_load(const cli_cmd *cmd, int argc, char **argv, int load) {
     return 2;
   }
   cli_dump_opts co = {.data = o.data, .db = o.db, .file = o.file, .fdb = (given & GIVEN_FDB) != 0,
-                      .cluster_file = o.cluster_file, .fdb_library = o.fdb_library};
+                      .cluster_file = o.cluster_file, .fdb_library = o.fdb_library,
+                      .resume = (given & GIVEN_RESUME) != 0};
   return load ? cli_load_run(&co) : cli_dump_run(&co);
 }
 
@@ -1019,7 +1034,7 @@ static int cmd_move(const cli_cmd *cmd, int argc, char **argv) {
     return 2;
   }
   cli_move_opts mo = {.src = pos[0], .db = pos[1], .dst = pos[2], .newname = np == 4 ? pos[3] : NULL,
-                      .then = then, .fdb_library = o.fdb_library};
+                      .then = then, .fdb_library = o.fdb_library, .resume = (given & GIVEN_RESUME) != 0};
   return cli_move_run(&mo);
 }
 

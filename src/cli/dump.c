@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/dump.h"
 #include "kv/kv.h"
@@ -53,44 +54,91 @@ static long in_fn(void *arg, uint8_t *p, size_t n) {
   return (long)k;
 }
 
+/* `divan dump --resume -o FILE`: FILE cut after its last checkpoint's
+ * block, and c says how the writer goes on. 0, 1 (nothing to do: FILE is
+ * whole), or an exit status with the reason printed. */
+static int cut_file(const cli_dump_opts *o, FILE *f, dump_cont *c) {
+  const char *why = NULL;
+  int rc = dump_scan(in_fn, f, c, &why);
+  if (rc) {
+    fprintf(stderr, "divan dump: %s: %s cannot be resumed: %s\n", o->db, o->file, why ? why : dv_strerror(rc));
+    return rc == DV_EIO || rc == DV_ENOMEM ? 2 : 1;
+  }
+  if (c->complete) {
+    fprintf(stderr, "divan dump: %s: %s is a whole dump (it has its trailer): nothing to resume\n", o->db, o->file);
+    return -1;
+  }
+  if (fflush(f) || ftruncate(fileno(f), (off_t)c->off) || fseeko(f, (off_t)c->off, SEEK_SET)) {
+    fprintf(stderr, "divan dump: %s: cannot cut %s: %s\n", o->db, o->file, strerror(errno));
+    return 2;
+  }
+  return 0;
+}
+
 /* `divan dump` (load 0) or `divan load` (1): the file, the store, the
  * stream, one line on stderr. */
 static int dump_or_load(const cli_dump_opts *o, int load) {
   const char *cmd = load ? "load" : "dump";
   FILE *f = load ? stdin : stdout;
-  if (o->file && !(f = fopen(o->file, load ? "rb" : "wb"))) {
-    fprintf(stderr, "divan %s: cannot %s %s: %s\n", cmd, load ? "open" : "create", o->file, strerror(errno));
+  if (o->resume && !load && !o->file) {
+    fprintf(stderr, "divan dump: --resume goes on with a file: give it with -o FILE (stdout cannot be resumed)\n");
     return 2;
   }
+  const char *mode = load ? "rb" : o->resume ? "r+b" : "wb";
+  if (o->file && !(f = fopen(o->file, mode))) {
+    fprintf(stderr, "divan %s: cannot %s %s: %s\n", cmd, load || o->resume ? "open" : "create", o->file,
+            strerror(errno));
+    return 2;
+  }
+  dump_cont c = {0};
+  buf_init(&c.ck);
+  int st = o->resume && !load ? cut_file(o, f, &c) : 0;
   kv_db *kv;
   store *s;
-  int st = open_store(o, cmd, load, &kv, &s);
+  if (!st) st = open_store(o, cmd, load, &kv, &s);
   if (st) {
+    buf_free(&c.ck);
     if (o->file) fclose(f);
-    return st;
+    return st < 0 ? 0 : st;
   }
   store_dump_stats ds;
   const char *why = NULL;
   double t0 = now_s();
-  int rc = load ? store_load(s, o->db, in_fn, f, &ds, &why) : store_dump(s, o->db, NULL, out_fn, f, &ds, &why);
+  store_load_opts lo = {.resume = o->resume ? STORE_LOAD_RESUME_FILE : 0};
+  store_dump_opts dopt = {.resume = o->resume ? &c : NULL, .append = 1};
+  int rc = load ? store_load(s, o->db, &lo, in_fn, f, &ds, &why) : store_dump(s, o->db, &dopt, out_fn, f, &ds, &why);
   if (!rc && !load && fflush(f)) rc = DV_EIO, why = "the dump could not be written";
   double dt = now_s() - t0;
   store_close(s);
   kv_close(kv);
+  buf_free(&c.ck);
   if (o->file && fclose(f) && !rc && !load) rc = DV_EIO, why = "the dump could not be written";
   if (rc) {
-    fprintf(stderr, "divan %s: %s: %s%s\n", cmd, o->db, why ? why : dv_strerror(rc), load ? "; nothing was loaded" : "");
-    if (load) return rc == DV_ECORRUPT || rc == DV_ENOTSUP || rc == DV_EDB_EXISTS || rc == DV_EBAD_DB_NAME ? 1 : 2;
+    const char *left = !load    ? ""
+                       : o->resume && (rc == DV_ENOT_FOUND || rc == DV_ECONFLICT || rc == DV_ENOTSUP ||
+                                       rc == DV_EDB_EXISTS || rc == DV_EBAD_DB_NAME)
+                           ? "; nothing changed" /* a resume refused */
+                       : ds.kept ? "; what it loaded stays for --resume"
+                                 : "; nothing was loaded";
+    fprintf(stderr, "divan %s: %s: %s%s\n", cmd, o->db, why ? why : dv_strerror(rc), left);
+    if (load)
+      return rc == DV_ECORRUPT || rc == DV_ENOTSUP || rc == DV_EDB_EXISTS || rc == DV_EBAD_DB_NAME ||
+                     rc == DV_ENOT_FOUND || rc == DV_ECONFLICT
+                 ? 1
+                 : 2;
     return rc == DV_ENO_DB || rc == DV_EIO ? 2 : 1;
   }
   if (load)
-    fprintf(stderr, "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)\n",
+    fprintf(stderr,
+            "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)%s%llu%s%llu%s\n",
             o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
-            (long long)ds.inc);
+            (long long)ds.inc, o->resume ? "; resumed: " : "", o->resume ? (unsigned long long)ds.applied : 0ull,
+            o->resume ? " of " : "", o->resume ? (unsigned long long)ds.records : 0ull,
+            o->resume ? " records written by this run" : "");
   else
-    fprintf(stderr, "divan dump: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds)\n",
+    fprintf(stderr, "divan dump: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds%s)\n",
             o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
-            ds.rounds);
+            ds.rounds, o->resume ? "; resumed from its last checkpoint" : "");
   return 0;
 }
 
@@ -130,7 +178,7 @@ int cli_move_run(const cli_move_opts *o) {
     return st;
   }
   const char *to = o->newname ? o->newname : o->db;
-  store_move_opts mo = {.then = o->then};
+  store_move_opts mo = {.then = o->then, .resume = o->resume};
   store_move_stats ms;
   const char *why = NULL;
   double t0 = now_s();
@@ -144,13 +192,17 @@ int cli_move_run(const cli_move_opts *o) {
   kv_close(skv);
   if (rc) {
     fprintf(stderr, "divan move: %s: %s\n", o->db, why ? why : dv_strerror(rc));
+    if (ms.load.kept) /* the source side failed: the target keeps the part copied */
+      fprintf(stderr, "divan move: to go on from where it stopped, run: divan move --resume %s %s %s %s\n", o->src,
+              o->db, o->dst, to);
     return rc == DV_ENO_DB || rc == DV_EIO ? 2 : 1;
   }
   fprintf(stderr,
           "divan move: %s -> %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds, "
-          "incarnation %lld); the source was %s%s\n",
+          "incarnation %lld%s); the source was %s%s\n",
           o->db, to, (unsigned long long)ms.load.kvs, (unsigned long long)ms.load.docs,
           (unsigned long long)ms.load.bytes, dt, ms.dump.rounds, (long long)ms.load.inc,
+          o->resume ? "; resumed from the target's last checkpoint" : "",
           o->then == STORE_MOVE_DELETE   ? "deleted"
           : o->then == STORE_MOVE_RENAME ? "renamed to "
                                          : "kept (writable again: a copy from now on)",

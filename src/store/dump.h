@@ -38,6 +38,15 @@ typedef struct store_dump_opts {
    * after it. */
   int (*freeze)(void *arg);
   void (*frozen)(void *arg);
+  /* Resume (dump.c): start at resume->ck (a 'C' record; empty: at the
+   * beginning), with its dump id, refusing a database whose DbUUID is not
+   * resume->uuid. append: out continues a file cut right after that
+   * checkpoint (dump_scan): no header, the counts and CRC go on from
+   * resume's; else a new stream: header, then the checkpoint again. */
+  const dump_cont *resume;
+  int append;
+  /* tests: after each checkpoint went out; not 0 stops the dump with it */
+  int (*each_ckpt)(void *arg, const dump_ckpt *ck);
 } store_dump_opts;
 
 #define STORE_MOVE_FREEZE_DOCS 1000
@@ -48,6 +57,9 @@ typedef struct store_dump_stats {
   uint64_t bytes;                    /* record bytes (uncompressed) */
   int rounds;                        /* catch-up rounds the dump ran */
   int64_t inc;                       /* load: the new database's Incarnation */
+  uint64_t records;                  /* load: records read (H and C included) */
+  uint64_t applied;                  /* load: records written by this run (a resumed one skips some) */
+  int kept;                          /* load: it failed and left its prefix and mark for a resume */
 } store_dump_stats;
 
 /* Write database `name` to out. 0, or DV_ENO_DB, DV_ECONFLICT (writes
@@ -61,12 +73,53 @@ typedef struct store_dump_stats {
 int store_dump(store *s, const char *name, const store_dump_opts *o, dump_out_fn out, void *arg,
                store_dump_stats *st, const char **why) DV_MUST_CHECK;
 
+/* How store_load runs (may be NULL: a new load, cleared on any error). */
+enum { STORE_LOAD_RESUME_FILE = 1, STORE_LOAD_RESUME_STREAM };
+typedef struct store_load_opts {
+  /* Resume the unfinished load of `name` (its (R,0,"loads") mark, dump.c),
+   * refused with nothing changed when there is none, when the dump is
+   * another one (the header's id), or when the name exists:
+   *   STORE_LOAD_RESUME_FILE: in is the same dump read again from its
+   *     start (the mark of its id): the records the load committed are
+   *     read and checked but not written again;
+   *   STORE_LOAD_RESUME_STREAM: in is a dump resumed at the mark's
+   *     checkpoint (the newest mark of the name; store_move). */
+  int resume;
+  /* an error of in itself (not a damaged file: the source side of a
+   * move failing) leaves the prefix and the mark for a resume */
+  int keep_on_input_error;
+  /* tests: record bytes per transaction (0 = STORE_DUMP_TXN_BYTES / 2),
+   * and a call after each batch committed; not 0 stops the load there
+   * with that error as if the process had been killed */
+  size_t batch_bytes;
+  int (*after_batch)(void *arg);
+  void *arg;
+} store_load_opts;
+
 /* Load a dump read from in as a new database `name`. 0, or DV_EDB_EXISTS,
  * DV_EBAD_DB_NAME, DV_ECORRUPT / DV_ENOTSUP (a damaged, truncated or newer
- * file: nothing of it stays in the store), kv errors; *why (may be NULL)
- * gets a one-line reason. st may be NULL. */
-int store_load(store *s, const char *name, dump_in_fn in, void *arg, store_dump_stats *st,
-               const char **why) DV_MUST_CHECK;
+ * file: nothing of it stays in the store, a resumed load's earlier part
+ * included), DV_ENOT_FOUND / DV_ECONFLICT (a resume with no mark, or of
+ * another dump: nothing changed), kv errors; *why (may be NULL) gets a
+ * one-line reason. st may be NULL; st->kept says the prefix and the mark
+ * stayed for a resume. */
+int store_load(store *s, const char *name, const store_load_opts *o, dump_in_fn in, void *arg,
+               store_dump_stats *st, const char **why) DV_MUST_CHECK;
+
+/* An unfinished load's mark (R,0,"loads",DbPrefix). */
+typedef struct store_load_mark {
+  int64_t prefix, started;
+  uint64_t committed;     /* records of its stream written */
+  int64_t max_inc;
+  dump_cont c;            /* name, id, uuid (the source's) and ck: the last
+                             checkpoint whose records are all written (empty:
+                             none); a dump resumed from it continues the load */
+} store_load_mark;
+/* The mark of an unfinished load of name: of dump id (NULL: the newest
+ * of any). 0, DV_ENOT_FOUND, DV_ECONFLICT (only marks of other dumps), kv
+ * errors. Free it with store_load_mark_free (also after an error). */
+int store_load_mark_find(store *s, const char *name, const uint8_t *id, store_load_mark *out) DV_MUST_CHECK;
+void store_load_mark_free(store_load_mark *m);
 
 /* ---- a bounded pipe between a dump and its reader (move.c) ---------------- */
 
@@ -115,6 +168,11 @@ typedef struct store_move_opts {
   int then;               /* STORE_MOVE_*: what becomes of the source */
   const char *rename_to;  /* STORE_MOVE_RENAME: NULL = Name_moved_<unix seconds> */
   store_dump_opts dump;   /* tests: the dump's hooks (freeze is the move's) */
+  store_load_opts load;   /* tests: the load's batch size and hook (resume is the move's) */
+  /* go on with the target's unfinished load of newname (a move whose
+   * source side failed, or one killed): the dump starts at its last
+   * checkpoint and the load writes on into its prefix */
+  int resume;
 } store_move_opts;
 
 typedef struct store_move_stats {
@@ -127,9 +185,12 @@ typedef struct store_move_stats {
  * source stays writable until its last catch-up round, which runs with
  * the source marked read-only (store_db_set_moving); once the load has
  * committed the source is kept (the mark lifted: it is a copy from then
- * on), renamed or deleted. Any failure before that lifts the mark and
- * leaves nothing of the target. 0, or store_dump's and store_load's
- * errors, DV_EDB_EXISTS (the target, or the rename's name), with *why. */
+ * on), renamed or deleted. Any failure before that lifts the mark; a
+ * failure of the load leaves nothing of the target, one of the dump (the
+ * source side) leaves what was loaded and its mark (st->load.kept) for a
+ * move with o->resume. 0, or store_dump's and store_load's errors,
+ * DV_EDB_EXISTS (the target, or the rename's name), DV_ENOT_FOUND (a
+ * resume with nothing to resume), with *why. */
 int store_move(store *src, const char *name, store *dst, const char *newname, const store_move_opts *o,
                store_move_stats *st, const char **why) DV_MUST_CHECK;
 

@@ -70,13 +70,40 @@ int dump_w_open(dump_w *w, dump_out_fn out, void *arg) {
   return w->err = out(arg, h, 10);
 }
 
-void dump_w_header(dump_w *w, const char *name, size_t len, int64_t inc) {
-  size_t at = rec_begin(w, len + 32);
+void dump_w_continue(dump_w *w, dump_out_fn out, void *arg, const dump_cont *c) {
+  memset(w, 0, sizeof *w);
+  w->out = out;
+  w->arg = arg;
+  buf_init(&w->blk);
+  buf_init(&w->z);
+  w->crc = c->crc;
+  w->kvs = c->kvs, w->docs = c->docs, w->bytes = c->bytes;
+}
+
+void dump_w_header(dump_w *w, const char *name, size_t len, int64_t inc, const uint8_t id[DUMP_ID_LEN],
+                   const uint8_t uuid[DUMP_ID_LEN]) {
+  size_t at = rec_begin(w, len + 32 + 2 * DUMP_ID_LEN);
   buf_putc(&w->blk, DUMP_HEADER);
   put_varint(&w->blk, len);
   buf_append(&w->blk, name, len);
   put_varint(&w->blk, (uint64_t)inc);
+  buf_append(&w->blk, id, DUMP_ID_LEN);
+  buf_append(&w->blk, uuid, DUMP_ID_LEN);
   rec_end(w, at);
+}
+
+void dump_w_ckpt(dump_w *w, const dump_ckpt *ck) {
+  size_t at = rec_begin(w, ck->s0_len + ck->at_len + 60);
+  buf_putc(&w->blk, DUMP_CKPT);
+  put_varint(&w->blk, ck->round);
+  put_varint(&w->blk, ck->s0_len);
+  buf_append(&w->blk, ck->s0, ck->s0_len);
+  put_varint(&w->blk, ck->q0);
+  put_varint(&w->blk, ck->at_len);
+  buf_append(&w->blk, ck->at, ck->at_len);
+  put_varint(&w->blk, ck->qat);
+  rec_end(w, at);
+  flush_block(w);
 }
 
 void dump_w_kv(dump_w *w, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
@@ -142,9 +169,13 @@ static int read_full(dump_r *r, uint8_t *p, size_t n) {
   size_t got = 0;
   while (got < n) {
     long k = r->in(r->arg, p + got, n - got);
-    if (k < 0) return fail(r, (int)k, "the dump could not be read");
+    if (k < 0) {
+      r->in_err = 1;
+      return fail(r, (int)k, "the dump could not be read");
+    }
     if (k == 0) break;
     got += (size_t)k;
+    r->off += (uint64_t)k;
   }
   if (got == n) return 1;
   if (got == 0) return 0;
@@ -162,7 +193,7 @@ int dump_r_open(dump_r *r, dump_in_fn in, void *arg) {
   if (rc == 0 || memcmp(h, DUMP_MAGIC, 8)) return fail(r, DV_ECORRUPT, "not a divan dump file (no DIVANDMP magic)");
   r->version = h[8] << 8 | h[9];
   if (r->version > DUMP_VERSION)
-    return fail(r, DV_ENOTSUP, "the dump's format version is newer than this divan reads (it reads version 1)");
+    return fail(r, DV_ENOTSUP, "the dump's format version is newer than this divan reads (it reads versions 1 and 2)");
   if (r->version < 1) return fail(r, DV_ECORRUPT, "the dump's format version is 0: not a divan dump");
   return 0;
 }
@@ -216,6 +247,27 @@ static int get_bytes(dump_r *r, size_t max, const uint8_t **p, size_t *n) {
   return 0;
 }
 
+static int get_fixed(dump_r *r, uint8_t *out, size_t n) {
+  if (n > r->len - r->pos) return -1;
+  memcpy(out, r->blk + r->pos, n);
+  r->pos += n;
+  return 0;
+}
+
+/* A 'C' record's fields (after its tag). */
+static int get_ckpt(dump_r *r, dump_ckpt *ck) {
+  return get_varint(r, &ck->round) || get_bytes(r, DUMP_SEQ_MAX, &ck->s0, &ck->s0_len) || get_varint(r, &ck->q0) ||
+                 get_bytes(r, DUMP_AT_MAX, &ck->at, &ck->at_len) || get_varint(r, &ck->qat)
+             ? -1
+             : 0;
+}
+
+int dump_ckpt_parse(const uint8_t *p, size_t n, dump_ckpt *ck) {
+  dump_r r = {.blk = (uint8_t *)p, .len = n, .pos = 1};
+  memset(ck, 0, sizeof *ck);
+  return n < 1 || p[0] != DUMP_CKPT || get_ckpt(&r, ck) || r.pos != n ? DV_ECORRUPT : 0;
+}
+
 #define BAD fail(r, DV_ECORRUPT, "the dump file is damaged (a malformed record)")
 
 int dump_r_next(dump_r *r, dump_rec *out) {
@@ -234,6 +286,7 @@ int dump_r_next(dump_r *r, dump_rec *out) {
     if (r->seen_header || get_bytes(r, NAME_MAX_, &out->a, &out->a_len) || get_varint(r, &inc) ||
         inc > INT64_MAX)
       return BAD;
+    if (r->version >= 2 && (get_fixed(r, out->id, DUMP_ID_LEN) || get_fixed(r, out->uuid, DUMP_ID_LEN))) return BAD;
     out->inc = (int64_t)inc;
     r->seen_header = 1;
     break;
@@ -252,6 +305,9 @@ int dump_r_next(dump_r *r, dump_rec *out) {
     if (r->pos >= r->len) return BAD;
     out->a = r->blk + r->pos++;
     out->a_len = 1;
+    break;
+  case DUMP_CKPT:
+    if (r->version < 2 || get_ckpt(r, &out->ck)) return BAD;
     break;
   case DUMP_TRAILER: {
     if (get_varint(r, &out->kvs) || get_varint(r, &out->docs) || get_varint(r, &out->bytes) ||
@@ -273,6 +329,8 @@ int dump_r_next(dump_r *r, dump_rec *out) {
   }
   r->crc = (uint32_t)crc32(r->crc, r->blk + at, (uInt)(r->pos - at));
   r->bytes += r->pos - at;
+  out->raw = r->blk + at;
+  out->raw_len = r->pos - at;
   return 1;
 }
 
@@ -280,4 +338,40 @@ void dump_r_free(dump_r *r) {
   dv_free(r->blk);
   dv_free(r->z);
   r->blk = r->z = NULL;
+}
+
+/* ---- resuming a file ---------------------------------------------------------- */
+
+int dump_scan(dump_in_fn in, void *arg, dump_cont *c, const char **why) {
+  dv_buf ck = c->ck;
+  memset(c, 0, sizeof *c);
+  buf_reset(&ck);
+  c->ck = ck;
+  dump_r r;
+  int rc = dump_r_open(&r, in, arg), found = 0, opened = !rc;
+  if (!rc && r.version < 2) rc = fail(&r, DV_ENOTSUP, "the dump is of format version 1, which has no checkpoints");
+  dump_rec rec;
+  while (!rc && (rc = dump_r_next(&r, &rec)) == 1) {
+    rc = 0;
+    if (rec.tag == DUMP_HEADER) {
+      memcpy(c->name, rec.a, rec.a_len);
+      c->name[rec.a_len] = 0;
+      c->inc = rec.inc;
+      memcpy(c->id, rec.id, DUMP_ID_LEN);
+      memcpy(c->uuid, rec.uuid, DUMP_ID_LEN);
+    }
+    if (rec.tag != DUMP_CKPT || r.pos != r.len) continue; /* a checkpoint that ends its block */
+    c->off = r.off;
+    c->kvs = r.kvs, c->docs = r.docs, c->bytes = r.bytes, c->crc = r.crc;
+    buf_reset(&c->ck);
+    buf_append(&c->ck, rec.raw, rec.raw_len);
+    if (buf_error(&c->ck)) rc = fail(&r, DV_ENOMEM, "out of memory");
+    found = 1;
+  }
+  if (rc == 0) c->complete = 1;
+  else if (rc == DV_ECORRUPT && !r.in_err && opened && r.version >= 2) rc = 0; /* the cut, or damage: keep what came before */
+  if (!rc && !c->complete && !found) rc = fail(&r, DV_ECORRUPT, "the dump has no checkpoint in its readable part");
+  if (rc && why) *why = r.why;
+  dump_r_free(&r);
+  return rc;
 }

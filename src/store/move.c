@@ -14,7 +14,14 @@
  *   (Name_moved_<unix seconds>: lower case, digits and '_' keep the name
  *   legal), or delete.
  *   a failure ─▶ the reader closes the pipe (the dump stops at its next
- *   write), the load clears its prefix (store_load), the mark is lifted.
+ *   write), the read-only mark is lifted. The load's own failure clears
+ *   its prefix (store_load); the dump's (the source side: an input error
+ *   to the load) keeps what was loaded and the load's mark, with its last
+ *   checkpoint (dump.c), and says so.
+ *   resume (store_move_opts.resume) ─▶ the target's newest mark of
+ *   newname: the dump starts at its checkpoint (with its dump id, refused
+ *   when the source's DbUUID is not the mark's) and the load writes on
+ *   into its prefix (STORE_LOAD_RESUME_STREAM); then as above.
  * Memory: the pipe, one dump block and one load batch (dump.h).
  */
 #include <pthread.h>
@@ -188,7 +195,7 @@ struct store_pipe_job {
 static void *job_main(void *arg) {
   store_pipe_job *j = arg;
   if (j->load) {
-    j->rc = store_load(j->s, j->name, dump_pipe_read, j->p, &j->st, &j->why);
+    j->rc = store_load(j->s, j->name, NULL, dump_pipe_read, j->p, &j->st, &j->why);
     dump_pipe_close_r(j->p); /* a failed load stops its writer */
   } else {
     j->rc = store_dump(j->s, j->name, j->has_o ? &j->o : NULL, dump_pipe_write, j->p, &j->st, &j->why);
@@ -268,6 +275,11 @@ static void each_txn_hook(void *arg) {
   m->o->dump.each_txn(m->o->dump.arg);
 }
 
+static int each_ckpt_hook(void *arg, const dump_ckpt *ck) {
+  mctx *m = arg;
+  return m->o->dump.each_ckpt(m->o->dump.arg, ck);
+}
+
 static void frozen_hook(void *arg) {
   mctx *m = arg;
   if (m->o && m->o->dump.frozen) m->o->dump.frozen(m->o->dump.arg);
@@ -310,33 +322,54 @@ int store_move(store *src, const char *name, store *dst, const char *newname, co
     return rc;
   }
 
+  store_load_mark mk = {0};
+  if (o && o->resume) { /* where the target's unfinished load stopped */
+    rc = store_load_mark_find(dst, newname, NULL, &mk);
+    if (rc) {
+      store_load_mark_free(&mk);
+      if (why) *why = rc == DV_ENOT_FOUND ? "no unfinished move or load of this name on the target to resume" : dv_strerror(rc);
+      return rc;
+    }
+  }
   mctx m = {.src = src, .name = name, .o = o};
   store_dump_opts d = {0};
   if (o) d = o->dump;
+  if (o && o->resume) d.resume = &mk.c, d.append = 0;
   d.freeze = freeze;
   d.frozen = frozen_hook;
   d.arg = &m;
   d.after_full = o && o->dump.after_full ? after_full_hook : NULL;
   d.each_txn = o && o->dump.each_txn ? each_txn_hook : NULL;
+  d.each_ckpt = o && o->dump.each_ckpt ? each_ckpt_hook : NULL;
 
   dump_pipe *p = dump_pipe_new(STORE_MOVE_PIPE);
-  if (!p) return DV_ENOMEM;
   store_dump_job *j;
-  rc = job_start(src, name, &d, 0, p, &j);
+  rc = p ? job_start(src, name, &d, 0, p, &j) : DV_ENOMEM;
   if (rc) {
     dump_pipe_unref(p);
+    store_load_mark_free(&mk);
     return rc;
   }
   const char *lwhy = NULL, *dwhy = NULL;
-  int lrc = store_load(dst, newname, dump_pipe_read, p, &st->load, &lwhy);
+  /* the source side failing (an input error here) keeps what was loaded */
+  store_load_opts lo = {0};
+  if (o) lo = o->load;
+  lo.resume = o && o->resume ? STORE_LOAD_RESUME_STREAM : 0;
+  lo.keep_on_input_error = 1;
+  int lrc = store_load(dst, newname, &lo, dump_pipe_read, p, &st->load, &lwhy);
   dump_pipe_close_r(p);
   int drc = store_dump_join(j, &st->dump, &dwhy);
   dump_pipe_unref(p);
+  store_load_mark_free(&mk);
   if (drc || lrc) {
     rc = drc ? drc : lrc;
     w = drc ? dwhy : lwhy;
-    if (drc && lrc == DV_EDB_EXISTS) rc = lrc, w = lwhy; /* the load refused first; the dump was cut */
+    if (drc && (lrc == DV_EDB_EXISTS || !st->load.kept)) rc = lrc, w = lwhy; /* the load stopped first; the dump was cut */
     if (m.frozen && store_db_set_moving(src, name, 0)) w = "the move failed and the source is still read-only";
+    else if (st->load.kept) {
+      snprintf(why_buf, sizeof why_buf, "%s; the part copied stays on the target for a resume", w ? w : dv_strerror(rc));
+      w = why_buf;
+    }
     if (why) *why = w;
     return rc;
   }

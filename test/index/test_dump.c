@@ -104,7 +104,7 @@ static long mem_read(void *arg, uint8_t *p, size_t n) {
 
 static int load_mem(store *s, const char *name, const uint8_t *p, size_t n, const char **why) {
   mem_in m = {p, n, 0};
-  return store_load(s, name, mem_read, &m, NULL, why);
+  return store_load(s, name, NULL, mem_read, &m, NULL, why);
 }
 
 /* ---- comparing ------------------------------------------------------------- */
@@ -498,7 +498,7 @@ TEST(dump_refused_after_batches) {
   /* midway through, the batches committed are marked as a load: a note */
   midload ml = {.t = t, .m = {f.p, f.len, 0}};
   const char *why = NULL;
-  ASSERT_EQ(store_load(t->s, "copy", mid_read, &ml, NULL, &why), DV_EIO);
+  ASSERT_EQ(store_load(t->s, "copy", NULL, mid_read, &ml, NULL, &why), DV_EIO);
   ASSERT(ml.checked);
   nothing_loaded(t);
   store_check_out cl = {0};
@@ -893,6 +893,412 @@ TEST(move_cli) {
   st = sh(cmd, &a, &out);
   ASSERTF(st == 2 && strstr(out, "move takes SRC DB DST"), "exit %d:\n%s", st, out);
   arena_free(&a);
+}
+
+
+/* ---- resume ----------------------------------------------------------------------- */
+
+/* A source whose dump has many checkpoints: small read transactions, and
+ * (more) documents written after the full pass, which a catch-up round
+ * copies in pages of 512 with a checkpoint after each. */
+typedef struct cutter {
+  storet *t;
+  int writes;          /* documents after_full writes (each dump once) */
+  int wrote, serial;
+  int ckpts, cut_at;   /* the checkpoint after which the output is cut (0: none) */
+  uint64_t cut_round;  /* the round of that checkpoint */
+  int in_round;        /* or: cut after the in_round-th checkpoint of round cut_round (cut_at 0) */
+  int seen_in_round;
+  uint64_t last_round;
+  int armed;
+  dv_buf *f;           /* the output */
+} cutter;
+
+static void cut_after_full(void *arg) {
+  cutter *c = arg;
+  dv_arena *a = &c->t->a;
+  for (int i = 0; i < c->writes; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "w%d_%04d", c->serial, i);
+    ASSERT_OK(storet_put(c->t->db, a, id, "{\"v\":500,\"pad\":\"some text to make it longer\"}", NULL, 0, NULL));
+    arena_reset(a);
+  }
+  c->wrote += c->writes;
+}
+
+static int cut_ckpt(void *arg, const dump_ckpt *ck) {
+  cutter *c = arg;
+  if (ck->round != c->last_round || c->ckpts == 0) c->seen_in_round = 0;
+  c->last_round = ck->round;
+  c->seen_in_round++;
+  if (++c->ckpts == c->cut_at) c->armed = 1, c->cut_round = ck->round;
+  if (!c->cut_at && c->in_round && ck->round == c->cut_round && c->seen_in_round == c->in_round) c->armed = 1;
+  return 0;
+}
+
+/* Half of the first write after the checkpoint, then a failure: a file
+ * cut in the middle of a block. */
+static int cut_out(void *arg, const uint8_t *p, size_t n) {
+  cutter *c = arg;
+  if (c->armed) {
+    buf_append(c->f, p, n / 2);
+    return DV_EIO;
+  }
+  buf_append(c->f, p, n);
+  return 0;
+}
+
+/* Writes made between the cut and the resume: a new document, an update,
+ * a delete, a purge and a local document. */
+static void between_cut(storet *t, int serial) {
+  dv_arena *a = &t->a;
+  store_db *db = t->db;
+  char id[32];
+  snprintf(id, sizeof id, "late%d", serial);
+  ASSERT_OK(storet_put(db, a, id, "{\"v\":1}", NULL, 0, NULL));
+  json_val *doc;
+  store_rev r;
+  snprintf(id, sizeof id, "n%02d", 5 + serial);
+  if (storet_get(db, a, id, NULL, 0, &doc) == 0) {
+    r = storet_doc_rev(a, doc);
+    ASSERT_OK(storet_put(db, a, id, serial % 2 ? NULL : "{\"v\":77}", storet_rev_str(a, &r), serial % 2, NULL));
+  }
+  snprintf(id, sizeof id, "n%02d", 20 + serial);
+  if (storet_get(db, a, id, NULL, 0, &doc) == 0) {
+    r = storet_doc_rev(a, doc);
+    store_rev *purged;
+    size_t np;
+    ASSERT_OK(store_purge(db, id, strlen(id), &r, 1, a, &purged, &np));
+  }
+  char lid[32];
+  snprintf(lid, sizeof lid, "_local/cut%d", serial);
+  ASSERT_OK(store_local_put(db, lid, strlen(lid), storet_json(a, "{\"k\":1}"), 0, 0, 0, NULL));
+}
+
+/* Load f into a fresh embedded store as "moved": the source itself. */
+static void loads_as_source(storet *t, const dv_buf *f) {
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(kvt_newdir("target"), 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  const char *why = NULL;
+  int rc = load_mem(s, "moved", f->p, f->len, &why);
+  ASSERTF(rc == 0, "load: %s (%s)", dv_err_name(rc), why ? why : "");
+  icheck_clean(s, "moved");
+  same_db(t, s, kv, "moved", 1);
+  store_close(s);
+  kv_close(kv);
+}
+
+/* Cut f where the scan finds its last checkpoint and go on dumping into
+ * it: `divan dump --resume`'s steps. */
+static void resume_file(storet *t, dv_buf *f, uint64_t want_round, store_dump_stats *st) {
+  dump_cont c = {0};
+  buf_init(&c.ck);
+  mem_in m = {f->p, f->len, 0};
+  const char *why = NULL;
+  int rc = dump_scan(mem_read, &m, &c, &why);
+  ASSERTF(rc == 0 && !c.complete, "scan of %zu bytes: %s (%s)", f->len, dv_err_name(rc), why ? why : "");
+  ASSERT(c.off <= f->len && c.off > 10);
+  dump_ckpt ck;
+  ASSERT_OK(dump_ckpt_parse(c.ck.p, c.ck.len, &ck));
+  ASSERTF(ck.round == want_round, "resumed at round %llu, expected %llu", (unsigned long long)ck.round,
+          (unsigned long long)want_round);
+  f->len = (size_t)c.off;
+  store_dump_opts o = {.resume = &c, .append = 1};
+  rc = store_dump(t->s, "db", &o, mem_out, f, st, &why);
+  ASSERTF(rc == 0, "resumed dump: %s (%s)", dv_err_name(rc), why ? why : "");
+  buf_free(&c.ck);
+}
+
+TEST(dump_resume_file) {
+  storet *t = build();
+  cutter c = {.t = t, .writes = 600};
+  dv_buf f;
+  buf_init(&f);
+  c.f = &f;
+  store_dump_opts o = {.after_full = cut_after_full, .each_ckpt = cut_ckpt, .arg = &c, .txn_bytes = 400};
+  const char *why = NULL;
+  store_dump_stats st;
+  /* cut after (round, its n-th checkpoint): the start (the full pass's
+   * first), inside the full pass, round 1's start, round 1 after its first
+   * page of 512 documents */
+  uint64_t rounds[] = {0, 0, 0, 1, 1};
+  int nth[] = {1, 5, 12, 1, 2};
+  for (int i = 0; i < 5; i++) {
+    buf_reset(&f);
+    c.serial = i + 1;
+    c.ckpts = 0;
+    c.cut_at = 0;
+    c.cut_round = rounds[i];
+    c.in_round = nth[i];
+    c.armed = 0;
+    int rc = store_dump(t->s, "db", &o, cut_out, &c, &st, &why);
+    ASSERTF(rc == DV_EIO && c.armed, "cut %d: %s", i, dv_err_name(rc));
+    between_cut(t, i);
+    size_t cut_len = f.len;
+    resume_file(t, &f, rounds[i], &st);
+    printf("cut after checkpoint %d of round %llu at byte %zu; resumed: %zu bytes, %d catch-up rounds\n", nth[i],
+           (unsigned long long)rounds[i], cut_len, f.len, st.rounds);
+    loads_as_source(t, &f);
+  }
+  /* a whole file cut short of its trailer, then writes: resumed from its
+   * last checkpoint (the last round's start) */
+  buf_reset(&f);
+  c.cut_at = -1;
+  c.in_round = 0;
+  c.armed = 0;
+  c.serial = 9;
+  ASSERT_OK(store_dump(t->s, "db", &o, cut_out, &c, &st, &why));
+  ASSERTF(st.rounds >= 1 && st.docs >= 600, "%d rounds, %llu documents caught up", st.rounds,
+          (unsigned long long)st.docs);
+  f.len -= 5;
+  between_cut(t, 9);
+  resume_file(t, &f, (uint64_t)st.rounds, &st);
+  loads_as_source(t, &f);
+  /* nothing to resume: a whole file; a file cut before its first
+   * checkpoint's block ended */
+  dump_cont dc = {0};
+  buf_init(&dc.ck);
+  mem_in m = {f.p, f.len, 0};
+  ASSERT_OK(dump_scan(mem_read, &m, &dc, &why));
+  ASSERT(dc.complete);
+  m = (mem_in){f.p, 30, 0};
+  ASSERT_EQ(dump_scan(mem_read, &m, &dc, &why), DV_ECORRUPT);
+  ASSERTF(strstr(why, "no checkpoint"), "why: %s", why);
+  /* a resume on another database (its uuid) is refused */
+  ASSERT_OK(store_db_create(t->s, "other"));
+  dc.complete = 0;
+  m = (mem_in){f.p, f.len - 5, 0};
+  ASSERT_OK(dump_scan(mem_read, &m, &dc, &why));
+  size_t before = f.len;
+  ASSERT_EQ(store_dump(t->s, "other", &(store_dump_opts){.resume = &dc, .append = 1}, mem_out, &f, NULL, &why),
+            DV_ECONFLICT);
+  ASSERTF(strstr(why, "uuid"), "why: %s", why);
+  ASSERT_EQ(f.len, before);
+  buf_free(&dc.ck);
+  buf_free(&f);
+  mindex_stop();
+  storet_close(t);
+}
+
+/* A load that stops after `stop` batches, as if killed. */
+typedef struct stopper {
+  int batches, stop;
+} stopper;
+
+static int stop_batch(void *arg) {
+  stopper *sp = arg;
+  return ++sp->batches >= sp->stop ? DV_ECANCELLED : 0;
+}
+
+/* The mark of name's unfinished load, and its prefix's keys. */
+static void mark_and_keys(store *s, kv_db *kv, const char *name, store_load_mark *m, dv_buf *keys) {
+  ASSERT_OK(store_load_mark_find(s, name, NULL, m));
+  db_kvs(kv, m->prefix, keys);
+}
+
+TEST(dump_resume_load) {
+  storet *t = build();
+  cutter c = {.t = t, .writes = 100};
+  dv_buf f, g;
+  buf_init(&f);
+  buf_init(&g);
+  c.f = &f;
+  store_dump_opts o = {.after_full = cut_after_full, .arg = &c, .txn_bytes = 400};
+  const char *why = NULL;
+  ASSERT_OK(store_dump(t->s, "db", &o, mem_out, &f, NULL, &why));
+  ASSERT_OK(store_dump(t->s, "db", NULL, mem_out, &g, NULL, &why)); /* another dump of it: another id */
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(kvt_newdir("target"), 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  /* the reference: one load, uninterrupted */
+  store_load_opts small = {.batch_bytes = 3000};
+  mem_in m = {f.p, f.len, 0};
+  store_dump_stats whole;
+  ASSERT_OK(store_load(s, "whole", &small, mem_read, &m, &whole, &why));
+  store_db *d;
+  store_db_info wi;
+  ASSERT_OK(store_db_open(s, "whole", &d));
+  ASSERT_OK(store_db_info_get(d, &wi));
+  store_db_close(d);
+  dv_buf ref;
+  buf_init(&ref);
+  db_kvs(kv, wi.prefix, &ref);
+  /* a resume with no unfinished load: refused, nothing changed */
+  store_load_opts res = {.resume = STORE_LOAD_RESUME_FILE, .batch_bytes = 3000};
+  m = (mem_in){f.p, f.len, 0};
+  ASSERT_EQ(store_load(s, "part1", &res, mem_read, &m, NULL, &why), DV_ENOT_FOUND);
+  ASSERTF(strstr(why, "no unfinished load"), "why: %s", why);
+  check_store_clean(s, "whole");
+  int stops[] = {1, 4, 9};
+  for (int i = 0; i < 3; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "part%d", i + 1);
+    stopper sp = {.stop = stops[i]};
+    store_load_opts stop = {.batch_bytes = 3000, .after_batch = stop_batch, .arg = &sp};
+    m = (mem_in){f.p, f.len, 0};
+    store_dump_stats st;
+    ASSERT_EQ(store_load(s, name, &stop, mem_read, &m, &st, &why), DV_ECANCELLED);
+    ASSERT(st.kept);
+    store_db *x;
+    ASSERT_EQ(store_db_open(s, name, &x), DV_ENO_DB); /* nothing visible */
+    /* resumed with another dump file: refused, nothing changed */
+    store_load_mark m1, m2;
+    dv_buf k1, k2;
+    buf_init(&k1);
+    buf_init(&k2);
+    mark_and_keys(s, kv, name, &m1, &k1);
+    ASSERT(m1.committed > 0 && m1.c.ck.len > 0);
+    mem_in mg = {g.p, g.len, 0};
+    ASSERT_EQ(store_load(s, name, &res, mem_read, &mg, NULL, &why), DV_ECONFLICT);
+    ASSERTF(strstr(why, "another dump"), "why: %s", why);
+    mark_and_keys(s, kv, name, &m2, &k2);
+    ASSERT(m2.committed == m1.committed && m2.prefix == m1.prefix && k1.len == k2.len &&
+           !memcmp(k1.p, k2.p, k1.len));
+    store_load_mark_free(&m1);
+    store_load_mark_free(&m2);
+    buf_free(&k1);
+    buf_free(&k2);
+    /* resumed with its file: the whole load's keys, fewer records written */
+    m = (mem_in){f.p, f.len, 0};
+    int rc = store_load(s, name, &res, mem_read, &m, &st, &why);
+    ASSERTF(rc == 0, "resume: %s (%s)", dv_err_name(rc), why ? why : "");
+    printf("%s: stopped after %d batches; resumed: %llu of %llu records written (a whole load writes %llu)\n", name,
+           stops[i], (unsigned long long)st.applied, (unsigned long long)st.records,
+           (unsigned long long)whole.applied);
+    ASSERT_EQ(st.records, whole.records);
+    ASSERT(st.applied < whole.applied);
+    ASSERT_OK(store_db_open(s, name, &d));
+    store_db_info pi;
+    ASSERT_OK(store_db_info_get(d, &pi));
+    store_db_close(d);
+    dv_buf got;
+    buf_init(&got);
+    db_kvs(kv, pi.prefix, &got);
+    ASSERTF(got.len == ref.len && !memcmp(got.p, ref.p, ref.len), "keys differ: %zu vs %zu bytes", got.len, ref.len);
+    ASSERT_EQ(pi.incarnation, wi.incarnation);
+    buf_free(&got);
+    icheck_clean(s, name);
+    store_load_mark mk;
+    ASSERT_EQ(store_load_mark_find(s, name, NULL, &mk), DV_ENOT_FOUND);
+    store_load_mark_free(&mk);
+    /* again: the name exists */
+    m = (mem_in){f.p, f.len, 0};
+    ASSERT_EQ(store_load(s, name, &res, mem_read, &m, NULL, &why), DV_EDB_EXISTS);
+  }
+  store_check_out cl = {0};
+  ASSERT_OK(store_check_cluster(s, &cl));
+  ASSERT_EQ(cl.counts.problems, 0);
+  ASSERT_EQ(cl.counts.notes, 0); /* no mark left */
+  /* a resumed load whose file turns out damaged clears what it had, as a
+   * new load does */
+  stopper sp = {.stop = 2};
+  store_load_opts stop = {.batch_bytes = 3000, .after_batch = stop_batch, .arg = &sp};
+  m = (mem_in){f.p, f.len, 0};
+  ASSERT_EQ(store_load(s, "bad", &stop, mem_read, &m, NULL, &why), DV_ECANCELLED);
+  m = (mem_in){f.p, f.len - 3, 0};
+  ASSERT_EQ(store_load(s, "bad", &res, mem_read, &m, NULL, &why), DV_ECORRUPT);
+  store_load_mark mk;
+  ASSERT_EQ(store_load_mark_find(s, "bad", NULL, &mk), DV_ENOT_FOUND);
+  store_load_mark_free(&mk);
+  check_store_clean(s, "whole");
+  store_check_out cl2 = {0};
+  ASSERT_OK(store_check_cluster(s, &cl2));
+  ASSERT_EQ(cl2.counts.notes, 0);
+  buf_free(&ref);
+  store_close(s);
+  kv_close(kv);
+  buf_free(&f);
+  buf_free(&g);
+  mindex_stop();
+  storet_close(t);
+}
+
+/* The dump side of a move fails at its n-th checkpoint. */
+typedef struct failer {
+  cutter c;
+  int n, seen;
+} failer;
+
+static int fail_ckpt(void *arg, const dump_ckpt *ck) {
+  failer *fl = arg;
+  (void)ck;
+  return ++fl->seen == fl->n ? DV_EIO : 0;
+}
+
+static void fail_after_full(void *arg) { cut_after_full(&((failer *)arg)->c); }
+
+TEST(move_resume) {
+  storet *t = build();
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(kvt_newdir("target"), 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  const char *why = NULL;
+  store_move_stats ms;
+  /* nothing to resume */
+  store_move_opts none = {.resume = 1};
+  ASSERT_EQ(store_move(t->s, "db", s, "moved", &none, &ms, &why), DV_ENOT_FOUND);
+  ASSERTF(strstr(why, "no unfinished move"), "why: %s", why);
+  /* the checkpoint to fail at: the second (nothing committed yet: the
+   * resume starts over), the last of the full pass, round 1's after its
+   * first page of 512 documents */
+  for (int i = 0; i < 3; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "moved%d", i);
+    cutter probe = {.t = t, .cut_at = -1};
+    dv_buf pf;
+    buf_init(&pf);
+    probe.f = &pf;
+    ASSERT_OK(store_dump(t->s, "db", &(store_dump_opts){.each_ckpt = cut_ckpt, .arg = &probe, .txn_bytes = 400},
+                         cut_out, &probe, NULL, &why));
+    buf_free(&pf);
+    int full = probe.ckpts - 1; /* the start, the full pass's, round 1's start: the last of the full pass */
+    int at[] = {2, full, full + 2};
+    failer fl = {.c = {.t = t, .writes = 700, .serial = 10 + i}, .n = at[i]};
+    store_move_opts mo = {.then = STORE_MOVE_KEEP,
+                          .dump = {.each_ckpt = fail_ckpt, .after_full = fail_after_full, .arg = &fl, .txn_bytes = 400},
+                          .load = {.batch_bytes = 3000}};
+    int rc = store_move(t->s, "db", s, name, &mo, &ms, &why);
+    ASSERTF(rc == DV_EIO && ms.load.kept, "move: %s (%s), kept %d", dv_err_name(rc), why ? why : "", ms.load.kept);
+    ASSERTF(strstr(why, "stays on the target"), "why: %s", why);
+    store_db *x;
+    ASSERT_EQ(store_db_open(s, name, &x), DV_ENO_DB);
+    store_load_mark mk;
+    ASSERT_OK(store_load_mark_find(s, name, NULL, &mk));
+    dump_ckpt ck = {0};
+    if (i == 0) ASSERT_EQ(mk.c.ck.len, 0); /* no batch in yet */
+    else ASSERT_OK(dump_ckpt_parse(mk.c.ck.p, mk.c.ck.len, &ck));
+    printf("%s: the dump failed at checkpoint %d; the target holds %llu records, up to a checkpoint of round %llu\n",
+           name, fl.n, (unsigned long long)mk.committed, (unsigned long long)ck.round);
+    if (i) ASSERT_EQ(ck.round, (uint64_t)(i - 1)); /* the full pass; round 1 */
+    store_load_mark_free(&mk);
+    uint64_t first = ms.load.records;
+    /* the source is writable, and takes writes before the resume */
+    between_cut(t, 20 + i);
+    store_move_opts re = {.then = STORE_MOVE_KEEP, .resume = 1, .load = {.batch_bytes = 3000}};
+    rc = store_move(t->s, "db", s, name, &re, &ms, &why);
+    ASSERTF(rc == 0, "resumed move: %s (%s)", dv_err_name(rc), why ? why : "");
+    printf("%s: resumed: %llu records (the failed run read %llu)\n", name, (unsigned long long)ms.load.records,
+           (unsigned long long)first);
+    ASSERT_EQ(store_load_mark_find(s, name, NULL, &mk), DV_ENOT_FOUND);
+    store_load_mark_free(&mk);
+    icheck_clean(s, name);
+    same_keys(t->kv, t->s, "db", kv, s, name);
+    check_store_clean(s, name);
+    check_store_clean(t->s, "db");
+    ASSERT_OK(storet_put(t->db, &t->a, "writable", "{}", NULL, 0, NULL)); /* keep: the mark lifted */
+    json_val *doc;
+    ASSERT_OK(storet_get(t->db, &t->a, "writable", NULL, 0, &doc));
+    store_rev r = storet_doc_rev(&t->a, doc);
+    ASSERT_OK(storet_put(t->db, &t->a, "writable", NULL, storet_rev_str(&t->a, &r), 1, NULL));
+  }
+  store_close(s);
+  kv_close(kv);
+  mindex_stop();
+  storet_close(t);
 }
 
 TEST(dump_fuzz_smoke) { test_fuzz_smoke("fuzz_dump"); }
