@@ -15,7 +15,9 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "index/icheck.h"
 #include "index/mindex.h"
@@ -1299,6 +1301,149 @@ TEST(move_resume) {
   kv_close(kv);
   mindex_stop();
   storet_close(t);
+}
+
+/* divan dump --resume and divan load --resume. */
+TEST(dump_resume_cli) {
+  const char *bin = getenv("DIVAN_BIN");
+  if (!bin) bin = "build/cc/divan";
+  storet *t = build();
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", t->dir);
+  mindex_stop();
+  storet_close(t);
+  const char *tmp = test_tmpdir();
+  dv_arena a;
+  arena_init(&a, 0);
+  char cmd[4096], *out, path[1200];
+  snprintf(path, sizeof path, "%s/f.dump", tmp);
+  snprintf(cmd, sizeof cmd, "%s dump --data '%s' -o '%s' db 2>&1", bin, dir, path);
+  int st = sh(cmd, &a, &out);
+  ASSERTF(st == 0, "exit %d:\n%s", st, out);
+  /* cut it (as a killed dump leaves it), write to the source, resume */
+  struct stat sb;
+  ASSERT_OK(stat(path, &sb));
+  ASSERT_OK(truncate(path, sb.st_size * 2 / 3));
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(dir, 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  store_db *db;
+  ASSERT_OK(store_db_open(s, "db", &db));
+  ASSERT_OK(storet_put(db, &a, "late", "{\"w\":1}", NULL, 0, NULL)); /* no "v": no index row (no index hooks here) */
+  store_db_close(db);
+  store_close(s);
+  kv_close(kv);
+  snprintf(cmd, sizeof cmd, "%s dump --resume --data '%s' -o '%s' db 2>&1", bin, dir, path);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "resumed from its last checkpoint"), "exit %d:\n%s", st, out);
+  st = sh(cmd, &a, &out); /* whole now */
+  ASSERTF(st == 0 && strstr(out, "nothing to resume"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s dump --resume --data '%s' db 2>&1 >/dev/null", bin, dir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 2 && strstr(out, "-o FILE"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s load --data '%s/t' copy -i '%s' 2>&1", bin, tmp, path);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0, "exit %d:\n%s", st, out);
+  /* a load stopped after two batches (as a killed one leaves it) */
+  char tdir[1200];
+  snprintf(tdir, sizeof tdir, "%s/t2", tmp);
+  ASSERT_OK(storet_kv_open(tdir, 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  FILE *f = fopen(path, "rb");
+  ASSERT(f);
+  size_t n = (size_t)sb.st_size * 2;
+  uint8_t *bytes = malloc(n);
+  n = fread(bytes, 1, n, f);
+  fclose(f);
+  stopper sp = {.stop = 2};
+  store_load_opts lo = {.batch_bytes = 1000, .after_batch = stop_batch, .arg = &sp};
+  mem_in m = {bytes, n, 0};
+  const char *why = NULL;
+  ASSERT_EQ(store_load(s, "copy2", &lo, mem_read, &m, NULL, &why), DV_ECANCELLED);
+  store_close(s);
+  kv_close(kv);
+  free(bytes);
+  snprintf(cmd, sizeof cmd, "%s check --data '%s' 2>&1", bin, tdir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "unfinished `divan load` of copy2") && strstr(out, "0 problems, 1 notes"),
+          "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s load --resume --data '%s' -i '%s' nosuch 2>&1", bin, tdir, path);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 1 && strstr(out, "no unfinished load of this name to resume; nothing changed"), "exit %d:\n%s", st,
+          out);
+  snprintf(cmd, sizeof cmd, "%s load --resume --data '%s' -i '%s' copy2 2>&1", bin, tdir, path);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "; resumed: ") && strstr(out, "records written by this run"), "exit %d:\n%s", st,
+          out);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 1 && strstr(out, "the database exists; nothing changed"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s check --data '%s' 2>&1", bin, tdir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "0 problems, 0 notes"), "exit %d:\n%s", st, out);
+  /* the resumed dump, loaded twice, is the source with its late write */
+  kv_db *k1, *k2, *k3;
+  store *s1, *s2, *s3;
+  ASSERT_OK(storet_kv_open(dir, 0, &k1));
+  ASSERT_OK(store_open(k1, NULL, &s1));
+  snprintf(tdir, sizeof tdir, "%s/t", tmp);
+  ASSERT_OK(storet_kv_open(tdir, 0, &k2));
+  ASSERT_OK(store_open(k2, NULL, &s2));
+  same_keys(k1, s1, "db", k2, s2, "copy");
+  snprintf(tdir, sizeof tdir, "%s/t2", tmp);
+  ASSERT_OK(storet_kv_open(tdir, 0, &k3));
+  ASSERT_OK(store_open(k3, NULL, &s3));
+  same_keys(k1, s1, "db", k3, s3, "copy2");
+  store_close(s3);
+  kv_close(k3);
+  store_close(s2);
+  kv_close(k2);
+  store_close(s1);
+  kv_close(k1);
+  arena_free(&a);
+}
+
+/* divan move --resume, after a move whose source side failed. */
+TEST(move_resume_cli) {
+  const char *bin = getenv("DIVAN_BIN");
+  if (!bin) bin = "build/cc/divan";
+  storet *t = build();
+  char dir[1024], tdir[1200];
+  snprintf(dir, sizeof dir, "%s", t->dir);
+  snprintf(tdir, sizeof tdir, "%s/mt", test_tmpdir());
+  kv_db *kv;
+  store *s;
+  ASSERT_OK(storet_kv_open(tdir, 0, &kv));
+  ASSERT_OK(store_open(kv, NULL, &s));
+  failer fl = {.c = {.t = t}, .n = 6};
+  store_move_opts mo = {.dump = {.each_ckpt = fail_ckpt, .arg = &fl, .txn_bytes = 400}, .load = {.batch_bytes = 1000}};
+  store_move_stats ms;
+  const char *why = NULL;
+  ASSERT_EQ(store_move(t->s, "db", s, "moved", &mo, &ms, &why), DV_EIO);
+  ASSERT(ms.load.kept);
+  store_close(s);
+  kv_close(kv);
+  mindex_stop();
+  storet_close(t);
+  dv_arena a;
+  arena_init(&a, 0);
+  char cmd[4096], *out;
+  snprintf(cmd, sizeof cmd, "%s move --resume data:'%s' db data:'%s' other 2>&1", bin, dir, tdir);
+  int st = sh(cmd, &a, &out);
+  ASSERTF(st == 1 && strstr(out, "no unfinished move or load of this name"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s move --resume --then delete data:'%s' db data:'%s' moved 2>&1", bin, dir, tdir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "resumed from the target's last checkpoint") && strstr(out, "the source was deleted"),
+          "exit %d:\n%s", st, out);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 2 && strstr(out, "no such database"), "exit %d:\n%s", st, out); /* deleted */
+  snprintf(cmd, sizeof cmd, "%s check --data '%s' 2>&1", bin, tdir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "0 problems, 0 notes"), "exit %d:\n%s", st, out);
+  snprintf(cmd, sizeof cmd, "%s check --data '%s' 2>&1", bin, dir);
+  st = sh(cmd, &a, &out);
+  ASSERTF(st == 0 && strstr(out, "0 problems"), "exit %d:\n%s", st, out);
+  arena_free(&a);
 }
 
 TEST(dump_fuzz_smoke) { test_fuzz_smoke("fuzz_dump"); }

@@ -15,6 +15,8 @@
   X(dump_resume_file, 120) \
   X(dump_resume_load, 60) \
   X(move_resume, 120) \
+  X(dump_resume_cli, 60) \
+  X(move_resume_cli, 60) \
   X(dump_fuzz_smoke, 120) \
   X(check_clean_fdb, 30) \
   X(check_changes_rows, 30) \
