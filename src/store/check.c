@@ -1189,7 +1189,7 @@ static int prefix_first(ck *c, const kv_pair *p, size_t glen) {
     return 0;
   }
   int64_t v = pf.i64;
-  if (bsearch(&v, c->prefixes, c->n_prefixes, sizeof v, cmp_i64)) return 0;
+  if (c->n_prefixes && bsearch(&v, c->prefixes, c->n_prefixes, sizeof v, cmp_i64)) return 0;
   if (v > c->counter0) return 0; /* a database created since the dbs walk began */
   dv_buf lk; /* a load in progress, or one killed midway (dump.c) */
   buf_init(&lk);
