@@ -364,7 +364,7 @@ int store_move(store *src, const char *name, store *dst, const char *newname, co
   if (drc || lrc) {
     rc = drc ? drc : lrc;
     w = drc ? dwhy : lwhy;
-    if (drc && (lrc == DV_EDB_EXISTS || !st->load.kept)) rc = lrc, w = lwhy; /* the load stopped first; the dump was cut */
+    if (drc && (lrc == DV_EDB_EXISTS || (drc == DV_ECANCELLED && lrc))) rc = lrc, w = lwhy; /* the load stopped first */
     if (m.frozen && store_db_set_moving(src, name, 0)) w = "the move failed and the source is still read-only";
     else if (st->load.kept) {
       snprintf(why_buf, sizeof why_buf, "%s; the part copied stays on the target for a resume", w ? w : dv_strerror(rc));

@@ -1244,6 +1244,28 @@ TEST(move_resume) {
   store_move_opts none = {.resume = 1};
   ASSERT_EQ(store_move(t->s, "db", s, "moved", &none, &ms, &why), DV_ENOT_FOUND);
   ASSERTF(strstr(why, "no unfinished move"), "why: %s", why);
+  /* a resume whose source is another database than the one copied */
+  ASSERT_OK(store_db_create(t->s, "other"));
+  store_db *od;
+  ASSERT_OK(store_db_open(t->s, "other", &od));
+  for (int i = 0; i < 20; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "o%02d", i);
+    ASSERT_OK(storet_put(od, &t->a, id, "{\"pad\":\"some text to fill a batch or two\"}", NULL, 0, NULL));
+  }
+  store_db_close(od);
+  failer of = {.n = 4};
+  store_move_opts om = {.dump = {.each_ckpt = fail_ckpt, .arg = &of, .txn_bytes = 200}, .load = {.batch_bytes = 300}};
+  ASSERT_EQ(store_move(t->s, "other", s, "movedx", &om, &ms, &why), DV_EIO);
+  ASSERT(ms.load.kept);
+  ASSERT_EQ(store_move(t->s, "db", s, "movedx", &none, &ms, &why), DV_ECONFLICT);
+  ASSERTF(strstr(why, "uuid"), "why: %s", why);
+  store_load_mark mx;
+  ASSERT_OK(store_load_mark_find(s, "movedx", NULL, &mx)); /* still there, for the right source */
+  store_load_mark_free(&mx);
+  ASSERT_OK(store_move(t->s, "other", s, "movedx", &none, &ms, &why));
+  same_keys(t->kv, t->s, "other", kv, s, "movedx");
+  ASSERT_OK(store_db_delete(t->s, "other"));
   /* the checkpoint to fail at: the second (nothing committed yet: the
    * resume starts over), the last of the full pass, round 1's after its
    * first page of 512 documents */
