@@ -1206,8 +1206,9 @@ static int prefix_first(ck *c, const kv_pair *p, size_t glen) {
     tup_r_init(&r, lv, lvl);
     int ok = !tup_get(&r, TUP_STR, &nm);
     find(c, 1, NULL, 0, NULL,
-         "keys under prefix %lld of an unfinished `divan load` of %.*s: one running now, or one killed midway "
-         "(its keys and its (R,0,\"loads\") row can be cleared)",
+         "keys under prefix %lld of an unfinished `divan load` of %.*s: one running now, or one stopped midway "
+         "(`divan load --resume` or `divan move --resume` goes on with it; or its keys and its (R,0,\"loads\") "
+         "row can be cleared)",
          (long long)v, ok ? (int)nm.s_len : 1, ok ? (const char *)nm.s : "?");
     return 0;
   }
