@@ -1,9 +1,13 @@
 /* dump.c — `divan dump` / `divan load` (dump.h): open the store, stream
  * store_dump into a file or store_load out of one, report on stderr;
- * `divan move`: both stores open, store_move between them. */
+ * `divan move`: both stores open, store_move between them. The report's
+ * peak RSS is the process's own (getrusage ru_maxrss, every thread), read
+ * after the stores are closed: what `make bench` (bench/http/dumpbench.js)
+ * shows as the command's bounded memory. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +46,13 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The process's peak resident set so far in MiB (Linux: ru_maxrss is KiB);
+ * 0 when getrusage fails. */
+static double peak_rss_mib(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss / 1024.0;
 }
 
 static int out_fn(void *arg, const uint8_t *p, size_t n) {
@@ -130,15 +141,18 @@ static int dump_or_load(const cli_dump_opts *o, int load) {
   }
   if (load)
     fprintf(stderr,
-            "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)%s%llu%s%llu%s\n",
+            "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)%s%llu%s%llu%s; "
+            "peak RSS %.1f MiB\n",
             o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
             (long long)ds.inc, o->resume ? "; resumed: " : "", o->resume ? (unsigned long long)ds.applied : 0ull,
             o->resume ? " of " : "", o->resume ? (unsigned long long)ds.records : 0ull,
-            o->resume ? " records written by this run" : "");
+            o->resume ? " records written by this run" : "", peak_rss_mib());
   else
-    fprintf(stderr, "divan dump: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds%s)\n",
+    fprintf(stderr,
+            "divan dump: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds%s); "
+            "peak RSS %.1f MiB\n",
             o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
-            ds.rounds, o->resume ? "; resumed from its last checkpoint" : "");
+            ds.rounds, o->resume ? "; resumed from its last checkpoint" : "", peak_rss_mib());
   return 0;
 }
 
@@ -199,13 +213,13 @@ int cli_move_run(const cli_move_opts *o) {
   }
   fprintf(stderr,
           "divan move: %s -> %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds, "
-          "incarnation %lld%s); the source was %s%s\n",
+          "incarnation %lld%s); the source was %s%s; peak RSS %.1f MiB\n",
           o->db, to, (unsigned long long)ms.load.kvs, (unsigned long long)ms.load.docs,
           (unsigned long long)ms.load.bytes, dt, ms.dump.rounds, (long long)ms.load.inc,
           o->resume ? "; resumed from the target's last checkpoint" : "",
           o->then == STORE_MOVE_DELETE   ? "deleted"
           : o->then == STORE_MOVE_RENAME ? "renamed to "
                                          : "kept (writable again: a copy from now on)",
-          o->then == STORE_MOVE_RENAME ? ms.retired : "");
+          o->then == STORE_MOVE_RENAME ? ms.retired : "", peak_rss_mib());
   return 0;
 }

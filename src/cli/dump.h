@@ -8,7 +8,8 @@
  *   divan load --data DIR|--fdb [CLUSTER_FILE] DB < FILE   (or -i FILE)
  *   divan dump --resume -o FILE DB    go on with a dump FILE that was cut
  *   divan load --resume -i FILE DB    go on with DB's load of FILE, killed midway
- * On success one line on stderr says what was copied and how fast. Exit
+ * On success one line on stderr says what was copied, how fast, and the
+ * process's peak RSS (what bench/http/dumpbench.js reads). Exit
  * status: 0 done, 1 the file was refused (damaged, truncated, a newer
  * format) or the database exists / kept changing, 2 usage or open errors.
  * A load that fails leaves nothing behind; one killed midway leaves its
