@@ -60,12 +60,7 @@ const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, sampler, table, pct, bulkLoad, startDivan, cpuSec, stopProc } = require('./lib');
-
-// VmHWM of a process: its peak resident set since it started.
-function hwmKiB(pid) {
-  try { return Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch (e) { return NaN; }
-}
+const { sleep, log, fmt, makeTmp, basicAuth, describe, runBench, died, client, hold, rssKiB, hwmKiB, sampler, table, pct, bulkLoad, startDivan, cpuSec, stopProc } = require('./lib');
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const NDOCS = Number(process.env.BENCH_DOCS || 100000);

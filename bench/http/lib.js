@@ -1,8 +1,9 @@
-// lib.js — what the HTTP benches (bench.js, attbench.js, att1g.js) share:
-// temp dirs, free loopback ports, starting `divan serve` (with the bench
-// admin) and pouchdb-server, stopping them by PID, pausing the server not
-// measured, sampling a server's RSS and CPU, one HTTP request helper, and
-// printing numbers and markdown tables.
+// lib.js — what the HTTP benches (bench.js, attbench.js, att1g.js,
+// replbench.js, dumpbench.js, …) share: temp dirs, free loopback ports, the
+// divan binary, starting `divan serve` (with the bench admin) and
+// pouchdb-server, stopping them by PID, pausing the server not measured,
+// sampling a server's RSS (VmRSS, VmHWM) and CPU, one HTTP request helper,
+// and printing numbers and markdown tables.
 //
 //   const L = require('./lib');
 //   const TMP = L.makeTmp('divan-xbench-');
@@ -69,15 +70,23 @@ function tail(stream) {
   return () => s;
 }
 
-// `divan serve` (DIVAN_BIN or ./divan, DIVAN_ARGS added) on a free loopback
-// port, data in TMP/<name> (name: "divan" unless given), with the bench
-// admin: url carries its credentials (http://bench:benchpass@127.0.0.1:PORT),
-// base does not. env: more environment variables (DIVAN_STATS=off).
-async function startDivan(tmp, { name = 'divan', env: more = {} } = {}) {
+// The divan binary the benches run: DIVAN_BIN or ./divan, which must exist.
+function divanBin() {
   const bin = process.env.DIVAN_BIN ? path.resolve(process.env.DIVAN_BIN) : path.join(ROOT, 'divan');
   if (!fs.existsSync(bin)) throw new Error(bin + ' not found (make, or set DIVAN_BIN)');
+  return bin;
+}
+
+// `divan serve` (divanBin(), DIVAN_ARGS added) on a free loopback port, data
+// in TMP/<name> (name: "divan" unless given; made when missing, so a server
+// may start again on the data of one stopped before, or of a `divan load`),
+// with the bench admin: url carries its credentials
+// (http://bench:benchpass@127.0.0.1:PORT), base does not. env: more
+// environment variables (DIVAN_STATS=off).
+async function startDivan(tmp, { name = 'divan', env: more = {} } = {}) {
+  const bin = divanBin();
   const dir = path.join(tmp, name);
-  fs.mkdirSync(dir);
+  fs.mkdirSync(dir, { recursive: true });
   const env = Object.assign({}, process.env, more, { DIVAN_ADMIN: `${ADMIN.name}:${ADMIN.password}` });
   const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0', ...(process.env.DIVAN_ARGS ? process.env.DIVAN_ARGS.split(' ') : [])], { stdio: ['ignore', 'pipe', 'pipe'], env });
   const stderr = tail(proc.stderr);
@@ -238,6 +247,12 @@ function rssKiB(pid) {
   } catch (e) { return 0; }
 }
 
+// VmHWM of a process in KiB: its peak resident set since it started; NaN
+// once it is gone.
+function hwmKiB(pid) {
+  try { return Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch (e) { return NaN; }
+}
+
 // CPU seconds (user + system) a process has used so far.
 let TICK = 0;
 function cpuSec(pid) {
@@ -268,6 +283,12 @@ function pct(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
+// The i-th of the small documents replbench.js and dumpbench.js write:
+// ~100 bytes of JSON, id doc0000000 onwards (sorted as numbered).
+function smallDoc(i) {
+  return { _id: 'doc' + String(i).padStart(7, '0'), i, name: 'item ' + i, tags: ['a', 'b', String(i % 7)], price: (i % 1000) / 10, ok: i % 2 === 0 };
+}
+
 // n documents docOf(0..n-1) into /{db} (which exists) by _bulk_docs of
 // 1,000, 4 in flight, through must (a client's); the seconds it took.
 async function bulkLoad(must, s, db, n, docOf) {
@@ -296,6 +317,6 @@ function table(head, align, rows) {
 
 module.exports = {
   ROOT, POUCH_BIN, sleep, log, fmt, makeTmp, basicAuth,
-  freePort, stopProc, startDivan, startPouch, startServers, describe, runBench, died,
-  request, client, hold, rssKiB, cpuSec, sampler, table, pct, bulkLoad,
+  freePort, stopProc, divanBin, startDivan, startPouch, startServers, describe, runBench, died,
+  request, client, hold, rssKiB, hwmKiB, cpuSec, sampler, table, pct, smallDoc, bulkLoad,
 };

@@ -37,9 +37,7 @@ const web = L.client({ sockets: 4, timeoutMs: 600000, keep: 1 << 20 });
 // The same docs for every source: ~100 bytes of JSON each.
 function batch(from, to) {
   const docs = [];
-  for (let i = from; i < to; i++) {
-    docs.push({ _id: 'doc' + String(i).padStart(7, '0'), i, name: 'item ' + i, tags: ['a', 'b', String(i % 7)], price: (i % 1000) / 10, ok: i % 2 === 0 });
-  }
+  for (let i = from; i < to; i++) docs.push(L.smallDoc(i));
   return docs;
 }
 
