@@ -5,7 +5,7 @@
 #   make test                  every test; ends with "N passed, N failed"
 #   make SANITIZE=address,undefined test   the same under sanitizers
 #   make CC=clang              build with clang (gcc is the default)
-#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, mangobench.js, filterbench.js, viewbench.js, vdubench.js, att1g.js)
+#   make bench                 benchmarks (C benches, bench/http: bench.js, attbench.js, replbench.js, dumpbench.js, mangobench.js, filterbench.js, viewbench.js, vdubench.js, att1g.js)
 #   make bench-att1g           only the 1 GiB attachment proof (slow; not in make test)
 #   make soak                  10 min of mixed HTTP load, divan killed -9 ≥ 50 times, then a
 #                              client-side ledger and `divan check` (not in make test; its
@@ -156,6 +156,7 @@ bench: divan $(BENCHES)
 	@echo "== http: divan vs pouchdb-server (bench/http)"; DIVAN_BIN=$(BUILD)/divan node bench/http/bench.js
 	@echo "== http attachments: divan vs pouchdb-server (bench/http/attbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/attbench.js
 	@echo "== http replication: divan → divan and pouchdb-server → divan (bench/http/replbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/replbench.js
+	@echo "== dump, load and move of 1,000,000 docs in bounded memory vs pouchdb-server's replication (bench/http/dumpbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/dumpbench.js
 	@echo "== http mango: divan vs pouchdb-server (bench/http/mangobench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/mangobench.js
 	@echo "== http filters: divan vs pouchdb-server, filtered _changes (bench/http/filterbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/filterbench.js
 	@echo "== http views: divan vs pouchdb-server (bench/http/viewbench.js)"; DIVAN_BIN=$(BUILD)/divan node bench/http/viewbench.js
