@@ -143,7 +143,10 @@ const describe = (servers) => servers.map((s) => `${s.name} ${s.url} (pid ${s.pi
 // body(servers, t0) (t0: when it all began), and whatever happens stop every
 // server by PID, close web's sockets and remove tmp — on SIGINT too (exit
 // status 130). An error is printed after "name: " and exits with status 1.
-function runBench(name, { which, tmp, web }, body) {
+// maxS: a bound on the whole run in seconds; past it "name: still running
+// after maxS s", the same cleanup and exit status 1. A body may push more
+// processes to servers ({ proc }) for the cleanup to stop.
+function runBench(name, { which, tmp, web, maxS = 0 }, body) {
   const t0 = Date.now();
   const servers = [];
   const cleanup = async () => {
@@ -152,11 +155,16 @@ function runBench(name, { which, tmp, web }, body) {
     fs.rmSync(tmp, { recursive: true, force: true });
   };
   process.on('SIGINT', () => { cleanup().finally(() => process.exit(130)); });
+  const watchdog = maxS && setTimeout(() => {
+    console.error(`${name}: still running after ${maxS} s`);
+    cleanup().finally(() => process.exit(1));
+  }, maxS * 1000);
   (async () => {
     try {
       await startServers(which, tmp, servers);
       await body(servers, t0);
     } finally {
+      clearTimeout(watchdog);
       await cleanup();
     }
   })().catch((e) => { console.error(name + ': ' + (e && e.stack || e)); process.exit(1); });

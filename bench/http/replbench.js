@@ -76,14 +76,7 @@ async function measure(B, label, sourceUrl, tdb, srcPid) {
   return { secs, rate: N / secs, rssMiB, cpuPct, srcCpuPct };
 }
 
-L.runBench('replication bench', { which: ['divan', 'pouchdb'], tmp: TMP, web }, async (servers, tStart) => {
-  const watchdog = setTimeout(async () => {
-    console.error(`replication bench: still running after ${MAX_S} s`);
-    for (const s of servers) await L.stopProc(s.proc);
-    fs.rmSync(TMP, { recursive: true, force: true });
-    process.exit(1);
-  }, MAX_S * 1000);
-  watchdog.unref();
+L.runBench('replication bench', { which: ['divan', 'pouchdb'], tmp: TMP, web, maxS: MAX_S }, async (servers, tStart) => {
   const [A, P] = servers;
   A.name = 'divan A';
   const bdir = path.join(TMP, 'b');
@@ -120,5 +113,4 @@ L.runBench('replication bench', { which: ['divan', 'pouchdb'], tmp: TMP, web }, 
       'Each doc ~100 bytes of JSON; the target created by the replication (create_target); doc counts verified after each run; ' +
       'the source not being measured paused (SIGSTOP).');
   log(`total replication bench time ${fmt((Date.now() - tStart) / 1000)} s`);
-  clearTimeout(watchdog);
 });
