@@ -534,6 +534,15 @@ static int sh(const char *cmd, dv_arena *a, char **out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The process's peak RSS in MiB that a summary line ends with ("; peak
+ * RSS 35.2 MiB", what bench/http/dumpbench.js parses); -1 without it. */
+static double peak_rss(const char *out) {
+  const char *p = strstr(out, "; peak RSS ");
+  double mib;
+  char unit[8];
+  return p && sscanf(p, "; peak RSS %lf %7s", &mib, unit) == 2 && !strcmp(unit, "MiB") ? mib : -1;
+}
+
 /* Run a shell command made of fmt and its arguments: its exit status, and
  * what it wrote to stdout (the command sends stderr there too) in *out. */
 static int shf(dv_arena *a, char **out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -577,10 +586,10 @@ TEST(dump_cli) {
   char *out;
   int st = shf(&a, &out, "%s dump --data '%s' db > '%s/f.dump' 2>'%s/err'; st=$?; cat '%s/err'; exit $st", bin, dir,
                tmp, tmp, tmp);
-  ASSERTF(st == 0 && strstr(out, "divan dump: db: "), "exit %d:\n%s", st, out);
+  ASSERTF(st == 0 && strstr(out, "divan dump: db: ") && peak_rss(out) > 1, "exit %d:\n%s", st, out);
   for (int i = 0; i < 2; i++) { /* the second time the database exists */
     st = shf(&a, &out, "%s load --data '%s/t' copy -i '%s/f.dump' 2>&1", bin, tmp, tmp);
-    if (!i) ASSERTF(st == 0 && strstr(out, "incarnation 1"), "exit %d:\n%s", st, out);
+    if (!i) ASSERTF(st == 0 && strstr(out, "incarnation 1") && peak_rss(out) > 1, "exit %d:\n%s", st, out);
     else ASSERTF(st == 1 && strstr(out, "exists; nothing was loaded"), "exit %d:\n%s", st, out);
   }
   snprintf(t2, sizeof t2, "%s/t", tmp);
@@ -896,7 +905,7 @@ TEST(move_cli) {
   ASSERTF(st == 0 && strstr(out, "the source was renamed to db_moved_"), "exit %d:\n%s", st, out);
   for (int i = 0; i < 2; i++) { /* again: the target exists */
     st = shf(&a, &out, "%s move fdb:'%s' db data:'%s/c' copy --fdb-library '%s' 2>&1", bin, cf, tmp, lib);
-    if (!i) ASSERTF(st == 0 && strstr(out, "incarnation 2") && strstr(out, "kept"), "exit %d:\n%s", st, out);
+    if (!i) ASSERTF(st == 0 && strstr(out, "incarnation 2") && strstr(out, "kept") && peak_rss(out) > 1, "exit %d:\n%s", st, out);
     else ASSERTF(st == 1 && strstr(out, "the database exists"), "exit %d:\n%s", st, out);
   }
   for (int i = 0; i < 2; i++) { /* again: the source is gone */
