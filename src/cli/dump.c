@@ -139,14 +139,16 @@ static int dump_or_load(const cli_dump_opts *o, int load) {
                  : 2;
     return rc == DV_ENO_DB || rc == DV_EIO ? 2 : 1;
   }
+  char resumed[96] = "";
+  if (load && o->resume)
+    snprintf(resumed, sizeof resumed, "; resumed: %llu of %llu records written by this run",
+             (unsigned long long)ds.applied, (unsigned long long)ds.records);
   if (load)
     fprintf(stderr,
-            "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)%s%llu%s%llu%s; "
+            "divan load: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (incarnation %lld)%s; "
             "peak RSS %.1f MiB\n",
             o->db, (unsigned long long)ds.kvs, (unsigned long long)ds.docs, (unsigned long long)ds.bytes, dt,
-            (long long)ds.inc, o->resume ? "; resumed: " : "", o->resume ? (unsigned long long)ds.applied : 0ull,
-            o->resume ? " of " : "", o->resume ? (unsigned long long)ds.records : 0ull,
-            o->resume ? " records written by this run" : "", peak_rss_mib());
+            (long long)ds.inc, resumed, peak_rss_mib());
   else
     fprintf(stderr,
             "divan dump: %s: %llu keys, %llu caught-up documents, %llu bytes in %.2f s (%d catch-up rounds%s); "

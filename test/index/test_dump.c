@@ -589,7 +589,7 @@ TEST(dump_cli) {
   ASSERTF(st == 0 && strstr(out, "divan dump: db: ") && peak_rss(out) > 1, "exit %d:\n%s", st, out);
   for (int i = 0; i < 2; i++) { /* the second time the database exists */
     st = shf(&a, &out, "%s load --data '%s/t' copy -i '%s/f.dump' 2>&1", bin, tmp, tmp);
-    if (!i) ASSERTF(st == 0 && strstr(out, "incarnation 1") && peak_rss(out) > 1, "exit %d:\n%s", st, out);
+    if (!i) ASSERTF(st == 0 && strstr(out, "(incarnation 1); peak RSS ") && peak_rss(out) > 1, "exit %d:\n%s", st, out);
     else ASSERTF(st == 1 && strstr(out, "exists; nothing was loaded"), "exit %d:\n%s", st, out);
   }
   snprintf(t2, sizeof t2, "%s/t", tmp);
