@@ -15,16 +15,9 @@
 #include "cli/check.h"
 #include "index/icheck.h"
 #include "index/mindex.h"
+#include "idxt.h"
 #include "store/storet.h"
 #include "test.h"
-
-static int load(void *arg, const char *name, size_t len, store_hooks *out) {
-  return mindex_hooks_load(arg, name, len, out);
-}
-static void unload(void *arg, store_hooks *h) {
-  (void)arg;
-  mindex_hooks_unload(h);
-}
 
 typedef struct fx {
   storet *t;
@@ -33,34 +26,13 @@ typedef struct fx {
 
 /* Build the store every test starts from. */
 static void build(fx *f) {
-  storet *t = f->t = storet_open(NULL, 0, "db");
+  storet *t = f->t = idxt_mango_db();
   dv_arena *a = &t->a;
-  store_set_hooks(t->s, &(store_hooks_provider){.load = load, .unload = unload, .arg = t->s});
-  ASSERT_OK(mindex_start(t->s));
   store_db *db = t->db;
-  ASSERT_OK(storet_put_doc(db, a,
-                           "{\"_id\":\"_design/q\",\"language\":\"query\",\"views\":{\"by_v\":{\"map\":{\"fields\":"
-                           "{\"v\":\"asc\"},\"partial_filter_selector\":{}},\"reduce\":\"_count\",\"options\":{\"def\":"
-                           "{\"fields\":[\"v\"]}}}}}",
-                           1, NULL));
   ASSERT_OK(storet_put_doc(db, a, "{\"_id\":\"_design/v\",\"views\":{\"v\":{\"map\":\"function(doc){emit(doc.v,1)}\"}}}",
                            1, NULL));
+  idxt_edge_docs(db, a);
   store_rev r;
-  ASSERT_OK(storet_put(db, a, "a", "{\"v\":1,\"deep\":{\"x\":[1,2,{}],\"s\":\"text\"}}", NULL, 0, &r));
-  ASSERT_OK(storet_put(db, a, "a", "{\"v\":2,\"deep\":{\"x\":[]}}", storet_rev_str(a, &r), 0, &r));
-  ASSERT_OK(storet_put(db, a, "b", "{\"v\":3}", NULL, 0, &r));
-  ASSERT_OK(storet_put(db, a, "b", NULL, storet_rev_str(a, &r), 1, NULL));
-  ASSERT_OK(storet_put(db, a, "c", "{\"v\":4}", NULL, 0, NULL));
-  ASSERT_OK(storet_put_doc(db, a,
-                           "{\"_id\":\"c\",\"_rev\":\"2-0123456789abcdef0123456789abcdef\",\"_revisions\":{\"start\":2,"
-                           "\"ids\":[\"0123456789abcdef0123456789abcdef\",\"11111111111111111111111111111111\"]},\"v\":5}",
-                           0, NULL));
-  ASSERT_OK(storet_put_doc(db, a, "{\"_id\":\"c\",\"_rev\":\"1-other\",\"v\":6}", 0, NULL));
-  ASSERT_OK(storet_put_doc(db, a,
-                           "{\"_id\":\"d\",\"v\":7,\"_attachments\":{\"f.txt\":{\"content_type\":\"text/plain\","
-                           "\"data\":\"aGVsbG8gd29ybGQ=\"},\"g.bin\":{\"content_type\":\"application/octet-stream\","
-                           "\"data\":\"AAECAwQ=\"}}}",
-                           1, NULL));
   ASSERT_OK(storet_put(db, a, "p", "{\"v\":8}", NULL, 0, &r));
   store_rev *purged;
   size_t np;
