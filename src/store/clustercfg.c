@@ -353,8 +353,15 @@ int store_cfg_attach(store *s, dv_config *c, void (*changed)(void *arg), void *a
   arena_init(&sa.file.a, 4096);
   arena_init(&sa.have.a, 4096);
   int rc = config_each_file(c, collect_file, &sa.file);
-  if (!rc) rc = kv_run(store_kv(s), seed_fn, &sa);
-  if (!rc && sa.written) log_info("config: %d cluster-wide settings of the ini file written to the store", sa.written);
+  if (!rc) {
+    /* a store that takes no writes now (a full disk, read-only after a
+     * failed fsync) still starts: its rows are read, the file's new ones
+     * wait for the next start */
+    int src = kv_run(store_kv(s), seed_fn, &sa);
+    if (src) log_warning("config: cannot write the ini file's cluster-wide settings to the store (%s); "
+                         "using the store's", dv_strerror(src));
+    else if (sa.written) log_info("config: %d cluster-wide settings of the ini file written to the store", sa.written);
+  }
   if (!rc) {
     /* the rows as the seed left them: this process's settings before the
      * first request; the watcher reads them again */

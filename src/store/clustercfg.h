@@ -26,7 +26,8 @@ int store_cfg_shared(const char *section, const char *key);
  *      row for (not even a deletion) is written to the store, in one
  *      transaction — the first process to start brings its ini file's
  *      settings; later ones find them there and their own file's values
- *      for those keys are hidden;
+ *      for those keys are hidden (a store that takes no writes now, a full
+ *      disk: a warning, and the file's new values wait for a later start);
  *   2. the store's rows become c's shared layer (config_shared_replace);
  *   3. c's persisted writes of cluster-wide keys go to the store
  *      (config_set_shared_hook), and this process's file keeps a copy;

@@ -11,6 +11,7 @@
  * the other, and a new secret written through one ends it on both.
  * cluster_config_embedded: the same keys on the embedded store; a setting
  * written through /_config's path survives a restart with an empty file.
+ * cluster_config_no_writes: a store that takes no writes still attaches.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "auth/auth.h"
 #include "auth/crypto.h"
 #include "json/json.h"
+#include "kv/kv_fault.h"
 #include "kv/kvt.h"
 #include "store/check.h"
 #include "store/clustercfg.h"
@@ -288,4 +290,27 @@ TEST(cluster_config_embedded) {
   arena_free(&t->a);
   free(t->dir);
   free(t);
+}
+
+/* A store that takes no writes (every commit that writes times out) still
+ * attaches: the ini file's new values are not seeded, the store's rows are
+ * in force. */
+TEST(cluster_config_no_writes) {
+  storet *t = storet_open_fault(NULL);
+  dv_config *c = load(write_ini("w1.ini", "[cors]\norigins = http://first\n"));
+  store_cfg *x;
+  ASSERT_OK(store_cfg_attach(t->s, c, NULL, NULL, &x));
+  store_cfg_detach(x);
+  config_free(c);
+  kv_fault_set(t->kv, KV_FAULT_TIMED_OUT, 1.0, -1);
+  c = load(write_ini("w2.ini", "[cors]\norigins = http://second\nheaders = x-new\n"));
+  ASSERT_OK(store_cfg_attach(t->s, c, NULL, NULL, &x));
+  ASSERT(is(c, "cors", "origins", "http://first"));
+  ASSERT(is(c, "cors", "headers", "x-new")); /* the file's own value, not seeded */
+  ASSERT(config_set(c, "cors", "origins", "http://third", 1, NULL) != 0);
+  ASSERT(is(c, "cors", "origins", "http://first"));
+  store_cfg_detach(x);
+  config_free(c);
+  kv_fault_clear(t->kv);
+  storet_close(t);
 }
