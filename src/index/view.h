@@ -188,12 +188,17 @@ typedef struct vw_map_opts {
   int64_t skip, limit;        /* limit < 0: none */
   int include_docs;
   int doc_flags;              /* STORE_CONFLICTS… for included documents */
+  int unbuilt;                /* set by vw_map_meta: the index had never been
+                                 built, so the rows are none, as total_rows
+                                 said (a build that starts between the two
+                                 reads does not show rows under a 0) */
 } vw_map_opts;
 
 typedef int (*vw_row_fn)(void *arg, const vw_row *row);
 
-/* The slot's total_rows and the offset of the query's first row. */
-int vw_map_meta(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts *o, uint64_t *total_rows,
+/* The slot's total_rows and the offset of the query's first row; sets
+ * o->unbuilt for the rows read after it with o. */
+int vw_map_meta(store_db *db, const vw_index *ix, size_t slot, vw_map_opts *o, uint64_t *total_rows,
                 uint64_t *offset) DV_MUST_CHECK;
 
 /* The rows, in order, each batch read in its own transaction (rows and

@@ -279,7 +279,7 @@ int vw_map_iter_next(vw_map_iter *it, vw_row_fn fn, void *arg, int *done) {
   int rc = 0;
   *done = 0;
   for (;;) { /* to the next range that has rows left, then one batch of it */
-    if (b->want == 0 || (!it->in_range && it->k >= o->n_ranges)) {
+    if (o->unbuilt || b->want == 0 || (!it->in_range && it->k >= o->n_ranges)) {
       *done = 1;
       return 0;
     }
@@ -330,6 +330,7 @@ struct meta_arg {
   int descending;
   dv_arena a;
   uint64_t total, before;
+  int found;                  /* the index has a state: it was built */
 };
 
 static int meta_fn(store_tx *t, void *arg) {
@@ -337,6 +338,7 @@ static int meta_fn(store_tx *t, void *arg) {
   arena_reset(&m->a);
   vw_state st;
   int rc = vw_state_get(t, m->ix->sig, KV_SNAPSHOT, &m->a, &st);
+  m->found = !rc && st.found;
   if (rc || !st.found) {
     m->total = m->before = 0;
     return rc;
@@ -354,7 +356,7 @@ static int meta_fn(store_tx *t, void *arg) {
   return rc;
 }
 
-int vw_map_meta(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts *o, uint64_t *total_rows,
+int vw_map_meta(store_db *db, const vw_index *ix, size_t slot, vw_map_opts *o, uint64_t *total_rows,
                 uint64_t *offset) {
   dv_buf rows, lo, hi;
   buf_init(&rows);
@@ -362,11 +364,12 @@ int vw_map_meta(store_db *db, const vw_index *ix, size_t slot, const vw_map_opts
   buf_init(&hi);
   int rc = rows_prefix(db, ix, slot, &rows, NULL);
   if (!rc && o->n_ranges) rc = range_bounds(&rows, &ix->slots[slot], &o->ranges[0], o->descending, &lo, &hi);
-  struct meta_arg m = {ix, slot, o->n_ranges ? (o->descending ? &hi : &lo) : NULL, o->descending, {0}, 0, 0};
+  struct meta_arg m = {ix, slot, o->n_ranges ? (o->descending ? &hi : &lo) : NULL, o->descending, {0}, 0, 0, 0};
   arena_init(&m.a, 0);
   if (!rc) rc = store_db_run(db, meta_fn, &m);
   arena_free(&m.a);
   *total_rows = m.total;
+  o->unbuilt = !rc && !m.found;
   uint64_t off = m.before + (o->skip > 0 ? (uint64_t)o->skip : 0);
   *offset = off < m.total ? off : m.total;
   buf_free(&rows);
