@@ -12,19 +12,20 @@
  *   attach ─▶ seed (one transaction): read every row; for each cluster-wide
  *             (section, key) of the ini file that has no row, write it;
  *             bump the version if anything was written
- *          ─▶ read every row ─▶ config_shared_replace (the shared layer)
+ *          ─▶ reload: read every row with a watch on the version ─▶
+ *             config_shared_replace (the shared layer)
  *          ─▶ config_set_shared_hook: a persisted config_set/config_delete
  *             of a cluster-wide key runs cfg_write (the row or its
  *             deletion, and the version bump, in one transaction); then
  *             config.c puts it in the shared layer and the file
  *          ─▶ the watcher thread
- *   watcher ─▶ loop: one transaction reads every row and adds a watch on
- *             the version key (registered at its commit, so no write
- *             between the read and the watch is missed); replace the
- *             shared layer, call changed() if it differs; sleep until the
- *             watch fires (a write anywhere, FDB's watch latency), or
- *             detach, or 30 s (a watch lost to a failed cluster connection
- *             is renewed then).
+ *   watcher ─▶ loop: sleep until the last reload's watch fires (a write
+ *             anywhere, FDB's watch latency), or detach, or 30 s (a watch
+ *             lost to a failed cluster connection is renewed then); reload:
+ *             one transaction reads every row and adds a watch on the
+ *             version key (registered at its commit, so no write between
+ *             the read and the watch is missed); replace the shared layer,
+ *             call changed() if it differs.
  *
  * A value of the ini file is a seed only: once a row exists, the store's
  * value is the one in force for every process, whatever its file says;
@@ -67,19 +68,6 @@ int store_cfg_shared(const char *section, const char *key) {
   return 1;
 }
 
-struct store_cfg {
-  store *s;
-  dv_config *c;
-  void (*changed)(void *arg);
-  void *arg;
-  pthread_t th;
-  int started;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int stop;           /* detach asked */
-  int fired;          /* the watch fired since the last read */
-  long reloads;
-};
 
 /* ---- keys ------------------------------------------------------------------ */
 
@@ -108,6 +96,22 @@ typedef struct rowset {
   config_row *rows;   /* dv_malloc'd */
   size_t n, cap;
 } rowset;
+
+struct store_cfg {
+  store *s;
+  dv_config *c;
+  void (*changed)(void *arg);
+  void *arg;
+  pthread_t th;
+  int started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stop;           /* detach asked */
+  int fired;          /* the watch fired since the last read */
+  long reloads;
+  rowset rows;        /* the last rows read (the watcher's, after attach) */
+  kv_watch *w;        /* the watch the last read added, or NULL */
+};
 
 static void rows_free(rowset *r) {
   arena_free(&r->a);
@@ -307,36 +311,37 @@ static void apply(store_cfg *x, const rowset *r) {
   if (changed && x->changed) x->changed(x->arg);
 }
 
+/* Read every row with a watch on the version (x->w), and make them c's
+ * shared layer. 0, or the read's error (x->w is then NULL). */
+static int reload(store_cfg *x) {
+  int rc = read_and_watch(x, &x->rows, &x->w);
+  if (rc) return rc;
+  apply(x, &x->rows);
+  pthread_mutex_lock(&x->mu);
+  x->reloads++;
+  pthread_mutex_unlock(&x->mu);
+  return 0;
+}
+
 static void *watch_main(void *arg) {
   store_cfg *x = arg;
-  rowset r;
-  memset(&r, 0, sizeof r);
-  arena_init(&r.a, 4096);
+  int rc = 0; /* of the last reload: attach's first */
   for (;;) {
-    pthread_mutex_lock(&x->mu);
-    x->fired = 0;
-    int stop = x->stop;
-    pthread_mutex_unlock(&x->mu);
-    if (stop) break;
-    kv_watch *w = NULL;
-    int rc = read_and_watch(x, &r, &w);
-    if (rc) log_warning("config: cannot read the cluster-wide settings: %s; trying again", dv_strerror(rc));
-    else {
-      apply(x, &r);
-      pthread_mutex_lock(&x->mu);
-      x->reloads++;
-      pthread_mutex_unlock(&x->mu);
-    }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += rc ? 1 : WATCH_RENEW_S;
     pthread_mutex_lock(&x->mu);
     while (!x->stop && !x->fired && pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0) {
     }
+    x->fired = 0;
+    int stop = x->stop;
     pthread_mutex_unlock(&x->mu);
-    kv_watch_free(w); /* fired, or renewed on the next round */
+    kv_watch_free(x->w); /* fired, or renewed now */
+    x->w = NULL;
+    if (stop) break;
+    rc = reload(x);
+    if (rc) log_warning("config: cannot read the cluster-wide settings: %s; trying again", dv_strerror(rc));
   }
-  rows_free(&r);
   return NULL;
 }
 
@@ -346,6 +351,7 @@ int store_cfg_attach(store *s, dv_config *c, void (*changed)(void *arg), void *a
   store_cfg *x = dv_calloc(1, sizeof *x);
   if (!x) return DV_ENOMEM;
   *x = (store_cfg){.s = s, .c = c, .changed = changed, .arg = arg};
+  arena_init(&x->rows.a, 4096);
   pthread_mutex_init(&x->mu, NULL);
   pthread_cond_init(&x->cv, NULL);
 
@@ -362,19 +368,9 @@ int store_cfg_attach(store *s, dv_config *c, void (*changed)(void *arg), void *a
                          "using the store's", dv_strerror(src));
     else if (sa.written) log_info("config: %d cluster-wide settings of the ini file written to the store", sa.written);
   }
-  if (!rc) {
-    /* the rows as the seed left them: this process's settings before the
-     * first request; the watcher reads them again */
-    kv_txn *txn = NULL;
-    rc = kv_txn_begin(store_kv(s), &txn);
-    while (!rc) {
-      rc = rows_read(s, txn, &sa.have);
-      if (!rc) break;
-      rc = kv_on_error(txn, rc);
-    }
-    kv_txn_destroy(txn);
-  }
-  if (!rc) rc = config_shared_replace(c, sa.have.rows, sa.have.n, NULL);
+  /* the rows as the seed left them, before the first request; then the
+   * watcher waits on the watch this read added */
+  if (!rc) rc = reload(x);
   rows_free(&sa.file);
   rows_free(&sa.have);
   if (!rc) {
@@ -400,6 +396,8 @@ void store_cfg_detach(store_cfg *x) {
     pthread_mutex_unlock(&x->mu);
     pthread_join(x->th, NULL);
   }
+  kv_watch_free(x->w);
+  rows_free(&x->rows);
   pthread_cond_destroy(&x->cv);
   pthread_mutex_destroy(&x->mu);
   dv_free(x);
