@@ -364,51 +364,48 @@ static int read_seqs(dctx *c, store_seq *seq, int64_t *pseq, int64_t *inc) {
   return rc;
 }
 
-static int key_cmp(const dv_buf *x, const dv_buf *y) {
-  int d = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
-  return d ? d : (x->len > y->len) - (x->len < y->len);
-}
-
 /* A range of the full pass, [b, e) from `from` on when that is later. */
 static int full_range(dctx *c, dv_buf *b, const dv_buf *e, const dv_buf *from) {
   if (buf_error(b) || buf_error(e) || buf_error(from)) return DV_ENOMEM;
-  if (from->len && key_cmp(from, b) > 0) set_to(b, from->p, from->len, -1);
-  return key_cmp(b, e) >= 0 ? 0 : copy_range(c, b, e);
+  if (from->len && st_nonempty(b, from)) set_to(b, from->p, from->len, -1);
+  return st_nonempty(b, e) ? copy_range(c, b, e) : 0;
 }
 
-/* Where a dump starts: o->resume's checkpoint, or the beginning (S0 and
- * Q0 now). *sp, *qp: a round's since-seqs; *round: 0 for the full pass
- * (*from: its next key, empty: P). */
-static int dump_start(dctx *c, const store_dump_opts *o, dv_buf *from, store_seq *sp, int64_t *qp) {
-  store_seq s0;
+/* Where a dump starts: o->resume's checkpoint (*ck, its fields pointing
+ * into o->resume), or the beginning (S0 and Q0 now; *ck zero). *s0 the
+ * full pass's update_seq (also packed in c->s0); *sp, *qp: a round's
+ * since-seqs; c->round: 0 for the full pass (*from: its next key, empty:
+ * P). */
+static int dump_start(dctx *c, const store_dump_opts *o, dv_buf *from, dump_ckpt *ck, store_seq *s0, store_seq *sp,
+                      int64_t *qp) {
   buf_reset(from);
   c->round = 0;
+  memset(ck, 0, sizeof *ck);
   if (!o || !o->resume || !o->resume->ck.len) {
-    int rc = read_seqs(c, &s0, &c->q0, NULL);
+    int rc = read_seqs(c, s0, &c->q0, NULL);
     if (rc) return rc;
-    *sp = s0, *qp = c->q0;
+    *sp = *s0, *qp = c->q0;
   } else {
-    dump_ckpt ck;
     tup_r r;
-    if (dump_ckpt_parse(o->resume->ck.p, o->resume->ck.len, &ck)) goto bad;
-    tup_r_init(&r, ck.s0, ck.s0_len);
-    if (st_seq_get(&r, &s0) || !tup_r_done(&r) || ck.q0 > INT64_MAX || ck.qat > INT64_MAX) goto bad;
-    c->q0 = (int64_t)ck.q0;
-    c->round = ck.round;
-    *sp = s0, *qp = c->q0;
-    if (ck.round == 0) {
+    if (dump_ckpt_parse(o->resume->ck.p, o->resume->ck.len, ck)) goto bad;
+    tup_r_init(&r, ck->s0, ck->s0_len);
+    if (st_seq_get(&r, s0) || !tup_r_done(&r) || ck->q0 > INT64_MAX || ck->qat > INT64_MAX) goto bad;
+    c->q0 = (int64_t)ck->q0;
+    c->round = ck->round;
+    *sp = *s0, *qp = c->q0;
+    if (ck->round == 0) {
       set_to(from, c->p.p, c->p.len, -1);
-      buf_append(from, ck.at, ck.at_len);
+      buf_append(from, ck->at, ck->at_len);
     } else {
-      tup_r_init(&r, ck.at, ck.at_len);
+      tup_r_init(&r, ck->at, ck->at_len);
       if (st_seq_get(&r, sp) || !tup_r_done(&r)) goto bad;
-      *qp = (int64_t)ck.qat;
+      *qp = (int64_t)ck->qat;
     }
   }
   tup_w w;
   buf_reset(&c->s0);
   tup_w_init(&w, &c->s0);
-  st_seq_put(&w, &s0);
+  st_seq_put(&w, s0);
   return buf_error(&c->s0) || buf_error(from) ? DV_ENOMEM : 0;
 bad:
   c->why = "the checkpoint to resume from does not decode";
@@ -450,18 +447,12 @@ static int dump_run(dctx *c, const store_dump_opts *o, store_dump_stats *st) {
   buf_init(&b);
   buf_init(&e);
   buf_init(&from);
-  int rc = dump_start(c, o, &from, &sp, &qp);
-  tup_r tr;
-  tup_r_init(&tr, c->s0.p, c->s0.len);
-  if (!rc && st_seq_get(&tr, &s0)) rc = DV_ECORRUPT;
+  dump_ckpt ck;
+  int rc = dump_start(c, o, &from, &ck, &s0, &sp, &qp);
   /* where it starts, again in a new stream (a resumed one's loader checks it) */
   if (!rc && !(o && o->append)) {
     if (c->round == 0) rc = ckpt(c, from.len ? from.p + c->p.len : NULL, from.len ? from.len - c->p.len : 0, 0);
-    else {
-      dump_ckpt ck;
-      if (dump_ckpt_parse(o->resume->ck.p, o->resume->ck.len, &ck)) rc = DV_ECORRUPT;
-      else rc = ckpt(c, ck.at, ck.at_len, (int64_t)ck.qat);
-    }
+    else rc = ckpt(c, ck.at, ck.at_len, (int64_t)ck.qat);
   }
 
   /* the full pass: [P, (P,"c",S0)] + ((P,"c")+ff, (P,"l")) + [(P,"p"), P+ff) */
