@@ -2100,16 +2100,25 @@ int kv_open_rocks(const char *path, const kv_rocks_opts *o, kv_db **out_db) {
   d->batch_bytes = (mem_mb << 20) / 32;
   rocksdb_options_set_write_buffer_size(d->opts, memtable_mb << 20);
   rocksdb_options_set_max_write_buffer_number(d->opts, 2);
-  /* Level 1 sized to level 0 (RocksDB's tuning guide: L1 about what L0
-   * holds at its compaction trigger, 4 memtables), in files of a quarter of
-   * it. The defaults (256 MiB in 64 MiB files) are for 64 MiB memtables:
-   * with a 6 MiB one every L0→L1 compaction rewrote the one L1 file, which
-   * grows with the data (each flush spans every subspace: changes rows,
-   * revisions, bodies). HTTP bench (100k-doc preload, 5 s each, same
-   * machine): _bulk_docs 1 conn 10.9k/13.1k -> 14.3k/13.5k docs/s, 4 conns
-   * 12.9k/12.9k -> 14.6k/14.3k, peak RSS 116/109 -> 99/99 MiB. */
-  rocksdb_options_set_max_bytes_for_level_base(d->opts, (uint64_t)(5 * memtable_mb) << 20);
-  rocksdb_options_set_target_file_size_base(d->opts, (uint64_t)(5 * memtable_mb) << 18);
+  /* Level 1 sized to what level 0 holds at its compaction trigger
+   * (RocksDB's tuning guide), in files of a quarter of it. A flush writes
+   * a memtable's KVs LZ4-compressed: a 5 MiB memtable of documents makes a
+   * level-0 file of about 0.9 MB, so 4 of them are under one memtable's
+   * size, which is level 1's. Documents' keys are spread (server-made ids
+   * are random), so every L0->L1 compaction rewrites nearly all of level
+   * 1: the bigger level 1 is against what level 0 brings, the more it
+   * rewrites for nothing. RocksDB's defaults (256 MiB in 64 MiB files)
+   * rewrote one growing file each time; 5 memtables (26 MiB, the previous
+   * setting, which counted memtables as if uncompressed) still rewrote ~20
+   * MB for each ~3.6 MB brought, and compaction took a whole core.
+   * bench.js (divan only, bulk1 and bulk, 10 s each after the 100k-doc
+   * preload), old and new binaries interleaved, L1 26 MiB -> 5 MiB:
+   * _bulk_docs 1 connection 18.0k/16.3k -> 24.1k/24.3k docs/s, 4
+   * connections 11.5k/14.5k -> 19.1k/23.9k (p99 1.67/1.15 s -> 0.35/0.26
+   * s), peak RSS unchanged (95/97 -> 97/94 MiB); compaction's CPU per
+   * document ~42 -> ~32 us. */
+  rocksdb_options_set_max_bytes_for_level_base(d->opts, (uint64_t)memtable_mb << 20);
+  rocksdb_options_set_target_file_size_base(d->opts, (uint64_t)memtable_mb << 18);
   rocksdb_options_set_compression(d->opts, rocksdb_lz4_compression);
   /* No WAL compression: Debian's RocksDB 7.8.3 misreads a compressed record
    * whose fragments land at the same offset of its read buffer (fixed
