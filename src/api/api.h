@@ -159,6 +159,8 @@ int api_accepts_gzip(hreq *r);
 /* A new id as 32 lower-case hex chars + NUL (new doc ids, /_uuids):
  * CouchDB's "sequential" algorithm (areq.c). */
 void api_uuid(char out[33]);
+/* n such ids, 33 bytes apart, one contiguous run of the sequence. */
+void api_uuids(char *out, size_t n);
 /* 201 Created, Location: the request's path (areq.c). */
 void api_created(hreq *r);
 /* /_node/{node}/…: 1 when {node} is _local or this node's name, else the

@@ -78,32 +78,42 @@ static uint32_t random_below(uint32_t n) {
  * random 1..0xffe per id; a new prefix when it would pass 0xfff000. Ids
  * minted one after another sort together, so new documents land next to
  * each other in the key space (RocksDB's memtable, its compactions and
- * the block cache all like that), and still cannot be guessed. */
+ * the block cache all like that), and still cannot be guessed. A run of
+ * n ids (a _bulk_docs request's, /_uuids?count=n) is minted under one
+ * lock, so no other request's ids fall between them, and starts a new
+ * prefix when it would not fit the current one: the store settles that
+ * none of a run exists with one range read (edit.c, creates_absent). */
 static pthread_mutex_t uuid_mu = PTHREAD_MUTEX_INITIALIZER;
 static char uuid_prefix[27];
 static uint32_t uuid_seq;
 
-void api_uuid(char out[33]) {
+void api_uuids(char *out, size_t n) {
   static const char hex[] = "0123456789abcdef";
   pthread_mutex_lock(&uuid_mu);
-  uint32_t inc = 1 + random_below(0xffe);
-  if (!uuid_prefix[0] || uuid_seq + inc >= 0xfff000) {
-    uint8_t b[13];
-    random_bytes(b, sizeof b);
-    for (int i = 0; i < 13; i++) {
-      uuid_prefix[2 * i] = hex[b[i] >> 4];
-      uuid_prefix[2 * i + 1] = hex[b[i] & 15];
+  for (size_t k = 0; k < n; k++, out += 33) {
+    uint32_t inc = 1 + random_below(0xffe);
+    /* a run that fits one prefix gets one: its ids are one span of keys */
+    uint32_t room = k == 0 && n > 1 && n <= 0xfff000 / 0xffe ? (uint32_t)n * 0xffe : inc;
+    if (!uuid_prefix[0] || uuid_seq + room >= 0xfff000) {
+      uint8_t b[13];
+      random_bytes(b, sizeof b);
+      for (int i = 0; i < 13; i++) {
+        uuid_prefix[2 * i] = hex[b[i] >> 4];
+        uuid_prefix[2 * i + 1] = hex[b[i] & 15];
+      }
+      uuid_prefix[26] = 0;
+      uuid_seq = 1 + random_below(0xffe);
+    } else {
+      uuid_seq += inc;
     }
-    uuid_prefix[26] = 0;
-    uuid_seq = 1 + random_below(0xffe);
-  } else {
-    uuid_seq += inc;
+    memcpy(out, uuid_prefix, 26);
+    for (int i = 0; i < 6; i++) out[26 + i] = hex[(uuid_seq >> (20 - 4 * i)) & 15];
+    out[32] = 0;
   }
-  memcpy(out, uuid_prefix, 26);
-  for (int i = 0; i < 6; i++) out[26 + i] = hex[(uuid_seq >> (20 - 4 * i)) & 15];
   pthread_mutex_unlock(&uuid_mu);
-  out[32] = 0;
 }
+
+void api_uuid(char out[33]) { api_uuids(out, 1); }
 
 /* chttpd:error_info for what a query server answered: the names CouchDB
  * gives a status of their own, else 500 with the name as thrown; a dead

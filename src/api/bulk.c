@@ -478,6 +478,16 @@ void hapi_bulk_docs(hreq *r) {
     hres_err(r, DV_ENOMEM);
     return;
   }
+  /* the ids to mint, as one run (api_uuids) */
+  size_t n_mint = 0;
+  for (size_t i = 0; i < n; i++)
+    n_mint += !d[i].local && !d[i].deny && !json_obj_getz(d[i].doc, "_id");
+  char *mint = n_mint ? arena_alloc(&r->a, 33 * n_mint) : NULL;
+  if (n_mint && !mint) {
+    hres_err(r, DV_ENOMEM);
+    goto done;
+  }
+  if (n_mint) api_uuids(mint, n_mint);
   for (size_t i = 0; i < n; i++) {
     if (d[i].local || d[i].deny) continue;
     store_edit *e = d[i].e = &edits[slot[i]];
@@ -487,12 +497,13 @@ void hapi_bulk_docs(hreq *r) {
       goto done;
     }
     if (!e->id) { /* CouchDB mints a uuid for a document without _id */
-      char *u = arena_alloc(&r->a, 33);
+      char *u = n_mint ? mint : arena_alloc(&r->a, 33);
       if (!u) {
         hres_err(r, DV_ENOMEM);
         goto done;
       }
-      api_uuid(u);
+      if (n_mint) mint += 33, n_mint--;
+      else api_uuid(u);
       e->id = u;
       e->id_len = 32;
     }

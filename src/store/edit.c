@@ -12,8 +12,13 @@
  *      completes on the kv thread, and the next group starts on a store
  *      worker (work.c). Both calls are one path (`update` below), apart
  *      from which st_run they call and who waits.
- *   3. In the transaction, per edit (reads of the revisions subspace):
- *        create, no parent      reverse range (P,"r",Id) limit 1
+ *   3. In the transaction, first, when the group has two or more creates
+ *      (no parent): one snapshot range read of (P,"r") over their ids'
+ *      span, limit 1; empty, it is their read conflict range and settles
+ *      that none of them exists (creates_absent). Then per edit (reads of
+ *      the revisions subspace):
+ *        create, no parent      reverse range (P,"r",Id) limit 1 (none
+ *                               when creates_absent settled it)
  *        extend the winner      1 point read (the parent's KV)
  *        extend a losing branch point read + reverse range limit 1 (2 trips)
  *        delete the winner      reverse range limit 2 ending at the parent
@@ -222,6 +227,7 @@ typedef struct ed {
   size_t n_spill;
   int wrote, kept_wrote; /* the edit wrote a revision (its uploads are linked) */
   int inserted;         /* … of a document id the database did not have (couchdb.document_inserts) */
+  int absent;           /* this attempt: a create whose id the database has not (creates_absent) */
 } ed;
 
 static int emit_buf(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl) {
@@ -556,7 +562,7 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, u
   store_rev parent = e->parent;
   *wrote = 0;
   if (parent.pos == 0) {
-    rc = read_winner(txn, x, e->id, e->id_len, a, &W, &haveW);
+    rc = d->absent ? 0 : read_winner(txn, x, e->id, e->id_len, a, &W, &haveW);
     if (rc) return rc;
     if (haveW && !W.deleted) goto conflict;
     if (haveW) {
@@ -813,6 +819,53 @@ struct up_arg {
   dv_arena arena;    /* per attempt */
 };
 
+static int id_cmp(const store_edit *a, const store_edit *b) {
+  size_t n = a->id_len < b->id_len ? a->id_len : b->id_len;
+  int c = memcmp(a->id, b->id, n);
+  return c ? c : (a->id_len > b->id_len) - (a->id_len < b->id_len);
+}
+
+/* The group's creates (no parent) in one range read instead of one each:
+ * when no document has an id in [min, max] of theirs, none of them exists,
+ * and each skips read_winner — a seek of every sorted run of the engine,
+ * the request thread's largest cost in a _bulk_docs of new documents.
+ * Server-minted ids of one request are a contiguous run (api_uuids), so
+ * the range is theirs alone. The read is a snapshot read: only an empty
+ * range, the answer the edits rely on, becomes a read conflict range
+ * (a concurrent create in it retries the transaction, as the per-edit
+ * reads would); a range with documents in it settles nothing, and the
+ * edits read their own as before. Ids sort as their tuple encoding does. */
+static int creates_absent(kv_txn *txn, const st_dbx *x, ed *eds, size_t from, size_t to) {
+  const store_edit *lo = NULL, *hi = NULL;
+  size_t n = 0;
+  for (size_t i = from; i < to; i++) {
+    const store_edit *e = eds[i].e;
+    eds[i].absent = 0;
+    if (eds[i].refused || e->parent.pos) continue;
+    if (!lo || id_cmp(e, lo) < 0) lo = e;
+    if (!hi || id_cmp(e, hi) > 0) hi = e;
+    n++;
+  }
+  if (n < 2) return 0; /* one create: its own read is no dearer */
+  dv_buf b, e;
+  tup_w w;
+  buf_init(&b);
+  buf_init(&e);
+  st_key_doc(x, &b, &w, ST_SUB_REV, lo->id, lo->id_len);
+  st_key_doc(x, &e, &w, ST_SUB_REV, hi->id, hi->id_len);
+  buf_putc(&e, 0xff);
+  kv_pair *pairs;
+  int got = 0, more;
+  int rc = buf_error(&b) || buf_error(&e) ? DV_ENOMEM : 0;
+  if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, 1, KV_SNAPSHOT, &pairs, &got, &more);
+  if (!rc) st_count_read((size_t)got);
+  if (!rc && !got) rc = kv_add_conflict_range(txn, b.p, b.len, e.p, e.len, KV_CONFLICT_READ);
+  for (size_t i = from; !rc && !got && i < to; i++) eds[i].absent = !eds[i].refused && !eds[i].e->parent.pos;
+  buf_free(&b);
+  buf_free(&e);
+  return rc;
+}
+
 static int up_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct up_arg *u = arg;
   arena_reset(&u->arena);
@@ -823,6 +876,10 @@ static int up_fn(kv_txn *txn, const st_dbx *x, void *arg) {
   struct deltas dl = {0};
   uint16_t uv = 0;
   int design = 0;
+  if (u->new_edits && (rc = creates_absent(txn, x, u->eds, u->from, u->to))) {
+    st_hooks_put(h);
+    return rc;
+  }
   for (size_t i = u->from; i < u->to; i++) {
     ed *d = &u->eds[i];
     if (d->refused) continue;

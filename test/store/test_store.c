@@ -4,12 +4,14 @@
  * profile, changes, _all_docs, local docs, _db_updates, and
  * commit_unknown_result injected under random edits.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kv/kv_fault.h"
+#include "store/check.h"
 #include "store/store.h"
 #include "storet.h"
 #include "test.h"
@@ -403,6 +405,146 @@ TEST(store_read_profile) {
   store_read_stats_get(&s);
   ASSERT_EQ(s.round_trips, 1);
   ASSERT_EQ(s.kvs, 3);
+  st_down(&t);
+}
+
+/* Creates settled by one range read (edit.c, creates_absent): n new ids
+ * "<pre>000".. in one call. */
+static void creates(st *t, const char *pre, int n, int *rcs, int64_t *pos) {
+  store_edit e[64];
+  char ids[64][16];
+  ASSERT(n <= 64);
+  memset(e, 0, sizeof e);
+  for (int i = 0; i < n; i++) {
+    snprintf(ids[i], sizeof ids[i], "%s%03d", pre, i);
+    e[i].id = ids[i];
+    e[i].id_len = strlen(ids[i]);
+  }
+  ASSERT_OK(store_update(t->db, NULL, e, (size_t)n, 1));
+  for (int i = 0; i < n; i++) rcs[i] = e[i].rc, pos[i] = e[i].rev.pos;
+}
+
+TEST(store_creates_one_read) {
+  st t;
+  st_up(&t, 0);
+  store_read_stats s;
+  int rcs[64];
+  int64_t pos[64];
+  /* none exists: one read for all 50 */
+  store_read_stats_reset();
+  creates(&t, "a", 50, rcs, pos);
+  store_read_stats_get(&s);
+  ASSERT_EQ(s.round_trips, 1);
+  ASSERT_EQ(s.kvs, 0);
+  for (int i = 0; i < 50; i++) {
+    ASSERT_OK(rcs[i]);
+    ASSERT_EQ(pos[i], 1);
+  }
+  /* one live and one deleted document in their span: the span read finds
+   * one, then every edit reads its own — a conflict, a recreate on the
+   * tombstone, and new documents */
+  ASSERT_OK(put(&t, "{\"_id\":\"m005\"}", NULL));
+  store_rev r;
+  ASSERT_OK(put(&t, "{\"_id\":\"m007\"}", &r));
+  char doc[200];
+  snprintf(doc, sizeof doc, "{\"_id\":\"m007\",\"_rev\":\"%s\",\"_deleted\":true}", R(&t, &r));
+  ASSERT_OK(put(&t, doc, NULL));
+  store_read_stats_reset();
+  creates(&t, "m", 10, rcs, pos);
+  store_read_stats_get(&s);
+  ASSERT_EQ(s.round_trips, 11);
+  for (int i = 0; i < 10; i++) {
+    ASSERT_EQ(rcs[i], i == 5 ? DV_ECONFLICT : 0);
+    ASSERT_EQ(pos[i], i == 5 ? 0 : i == 7 ? 3 : 1);
+  }
+  /* again: all ten exist now */
+  creates(&t, "m", 10, rcs, pos);
+  for (int i = 0; i < 10; i++) ASSERT_EQ(rcs[i], DV_ECONFLICT);
+  store_db_info in;
+  ASSERT_OK(store_db_info_get(t.db, &in));
+  ASSERT_EQ(in.doc_count, 60);
+  ASSERT_EQ(in.doc_del_count, 0);
+  store_check_out out = {0};
+  ASSERT_OK(store_check_db(t.s, "db", &out));
+  ASSERT_EQ(out.counts.problems, 0);
+  st_down(&t);
+}
+
+/* Threads create overlapping runs of ids at once: each id is created
+ * exactly once (the empty span is a read conflict range: a create that
+ * lands in it after the read retries the transaction, which then sees it).
+ * Each round, all threads start together on a fresh region of 40 ids. */
+#define RACE_ROUNDS 100
+#define RACE_REGION 40
+
+struct racer {
+  st *t;
+  pthread_barrier_t *go;
+  int seed, ok[RACE_ROUNDS * RACE_REGION];
+};
+
+static void *race_creates(void *arg) {
+  struct racer *r = arg;
+  uint32_t x = (uint32_t)r->seed * 2654435761u + 1;
+  for (int round = 0; round < RACE_ROUNDS; round++) {
+    x = x * 1103515245u + 12345;
+    int from = (int)(x >> 8) % (RACE_REGION - 2), n = 2 + (int)(x >> 20) % (RACE_REGION - 2);
+    if (from + n > RACE_REGION) n = RACE_REGION - from;
+    from += round * RACE_REGION;
+    store_edit e[RACE_REGION];
+    char ids[RACE_REGION][8];
+    memset(e, 0, sizeof e);
+    for (int i = 0; i < n; i++) {
+      snprintf(ids[i], sizeof ids[i], "k%05d", from + i);
+      e[i].id = ids[i];
+      e[i].id_len = 6;
+    }
+    pthread_barrier_wait(r->go);
+    if (store_update(r->t->db, NULL, e, (size_t)n, 1)) return "store_update failed";
+    for (int i = 0; i < n; i++) {
+      if (e[i].rc && e[i].rc != DV_ECONFLICT) return "an edit failed";
+      r->ok[from + i] += !e[i].rc;
+    }
+  }
+  return NULL;
+}
+
+TEST(store_creates_race) {
+  st t;
+  st_up(&t, 0);
+  static struct racer r[4];
+  pthread_t th[4];
+  pthread_barrier_t go;
+  ASSERT_EQ(pthread_barrier_init(&go, NULL, 4), 0);
+  memset(r, 0, sizeof r);
+  for (int i = 0; i < 4; i++) r[i].t = &t, r[i].go = &go, r[i].seed = i + 1;
+  for (int i = 0; i < 4; i++) ASSERT_EQ(pthread_create(&th[i], NULL, race_creates, &r[i]), 0);
+  const char *why = NULL;
+  for (int i = 0; i < 4; i++) {
+    void *w;
+    pthread_join(th[i], &w);
+    if (w) why = w;
+  }
+  pthread_barrier_destroy(&go);
+  ASSERTF(!why, "%s", why);
+  int64_t made = 0;
+  for (int k = 0; k < RACE_ROUNDS * RACE_REGION; k++) {
+    int c = r[0].ok[k] + r[1].ok[k] + r[2].ok[k] + r[3].ok[k];
+    ASSERTF(c <= 1, "k%05d created %d times", k, c);
+    made += c;
+    char id[8];
+    snprintf(id, sizeof id, "k%05d", k);
+    store_leaf *l;
+    size_t n;
+    int rc = store_doc_leaves(t.db, id, 6, &t.a, &l, &n);
+    ASSERT(c ? rc == 0 && n == 1 : rc == DV_ENOT_FOUND || (rc == 0 && n == 0));
+  }
+  store_db_info in;
+  ASSERT_OK(store_db_info_get(t.db, &in));
+  ASSERT_EQ(in.doc_count, made);
+  store_check_out out = {0};
+  ASSERT_OK(store_check_db(t.s, "db", &out));
+  ASSERT_EQ(out.counts.problems, 0);
   st_down(&t);
 }
 

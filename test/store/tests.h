@@ -37,6 +37,8 @@
   R(X, store_edit_basics, 20) \
   R(X, store_replicated_merge, 20) \
   R(X, store_read_profile, 20) \
+  R(X, store_creates_one_read, 20) \
+  R(X, store_creates_race, 60) \
   R(X, store_hooks_validate, 20) \
   R(X, store_hooks_lazy_old, 20) \
   R(X, store_hooks_conflict_order, 20) \

@@ -56,6 +56,22 @@ test('_bulk_docs: a document without _id gets a uuid', async () => {
   ok(r.json[0].id !== r.json[1].id);
   const g = await post('/bd/_all_docs?include_docs=true', { keys: [r.json[0].id] });
   eq(g.json.rows[0].doc.n, 1);
+  // one request's ids are one run of the sequence: one prefix, ascending
+  // (the store settles that none exists with one range read)
+  const docs = [];
+  for (let i = 0; i < 500; i++) docs.push(i % 7 ? { n: i } : { _id: `given${i}`, n: i });
+  const m = await bulk('bd', docs);
+  eq(m.status, 201);
+  const ids = m.json.filter((x, i) => i % 7).map((x) => x.id);
+  eq(ids.length, 428);
+  ok(m.json.every((x) => x.ok), JSON.stringify(m.json.find((x) => !x.ok)));
+  for (let i = 1; i < ids.length; i++) {
+    eq(ids[i].slice(0, 26), ids[0].slice(0, 26));
+    ok(ids[i] > ids[i - 1], `${ids[i]} after ${ids[i - 1]}`);
+  }
+  eq(m.json[7].id, 'given7');
+  const all = await post('/bd/_all_docs', { keys: [ids[0], ids[427], 'given490'] });
+  ok(all.json.rows.every((row) => row.value && row.value.rev), JSON.stringify(all.json.rows));
 });
 
 test('_bulk_docs: the same content gives the same rev on two databases', async () => {
