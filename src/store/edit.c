@@ -17,8 +17,10 @@
  *      span, limit 1; empty, it is their read conflict range and settles
  *      that none of them exists (creates_absent). Then per edit (reads of
  *      the revisions subspace):
- *        create, no parent      reverse range (P,"r",Id) limit 1 (none
- *                               when creates_absent settled it)
+ *        create, no parent      range (P,"r",Id) limit 1 (none when
+ *                               creates_absent settled it); its first KV
+ *                               is the winner unless the doc has several
+ *                               branches: then reverse range limit 1
  *        extend the winner      1 point read (the parent's KV)
  *        extend a losing branch point read + reverse range limit 1 (2 trips)
  *        delete the winner      reverse range limit 2 ending at the parent
@@ -355,6 +357,25 @@ static int read_winner(kv_txn *txn, const st_dbx *x, const char *id, size_t id_l
   return 0;
 }
 
+/* The winner for a create: a forward range limit 1 first — the usual
+ * answer, nothing, costs a Seek instead of a SeekForPrev, which RocksDB
+ * makes in every sorted run before its reverse merge — and the first KV is
+ * the winner when the document has one branch; only a document with
+ * several reads its last KV as well. */
+static int read_winner_create(kv_txn *txn, const st_dbx *x, const char *id, size_t id_len, dv_arena *a,
+                              st_branch *w, int *found) {
+  st_branch *brs;
+  int n;
+  int rc = st_branch_range(txn, x, id, id_len, NULL, 1, 0, a, &brs, &n);
+  if (rc) return rc;
+  if (n && brs[0].winner) {
+    *w = brs[0];
+    *found = 1;
+    return 0;
+  }
+  return n ? read_winner(txn, x, id, id_len, a, w, found) : (*found = 0, 0);
+}
+
 /* ---- writes ---------------------------------------------------------------- */
 
 struct deltas {
@@ -562,7 +583,7 @@ static int edit_interactive(kv_txn *txn, const st_dbx *x, const wh *hk, ed *d, u
   store_rev parent = e->parent;
   *wrote = 0;
   if (parent.pos == 0) {
-    rc = d->absent ? 0 : read_winner(txn, x, e->id, e->id_len, a, &W, &haveW);
+    rc = d->absent ? 0 : read_winner_create(txn, x, e->id, e->id_len, a, &W, &haveW);
     if (rc) return rc;
     if (haveW && !W.deleted) goto conflict;
     if (haveW) {
