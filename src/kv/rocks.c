@@ -29,6 +29,8 @@
  *                                       large ones as range tombstones) +
  *                                       the version counter, ONE synced write
  *                                     publish {version, snapshot} as a pair
+ *                                       (with the snapshot's metadata
+ *                                       version, read once for all readers)
  *                                     register watches of these commits
  *                                     acknowledge (callbacks) ◄── durable
  *                                     fire watches whose key changed
@@ -107,6 +109,9 @@ static int64_t now_us(void) {
 typedef struct snap {
   int64_t version;                 /* commit version */
   const rocksdb_snapshot_t *s;     /* RocksDB snapshot */
+  uint8_t mdv[32];                 /* \xff/metadataVersion in it, read once at */
+  int8_t mdv_state;                /* publish: 1 present, 0 absent, -1 longer than mdv */
+  uint8_t mdv_len;                 /* (then it is read from RocksDB as any key) */
   int64_t time_ms;                 /* when it was published */
   _Atomic int refs;                /* transactions using it + 1 if current */
   struct snap *older, *newer;      /* the live snapshots, oldest first (snap_mu) */
@@ -306,11 +311,39 @@ static snap *snap_acquire(rdb *d) {
   return s;
 }
 
+/* The metadata version as of s: every transaction's first read (the
+ * store checks its database handle with it, db.c), so it is read once per
+ * published snapshot — per batch of commits — instead of by each of them
+ * through every sorted run. */
+static int snap_read_mdv(rdb *d, snap *s) {
+  rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+  rocksdb_readoptions_set_snapshot(ro, s->s);
+  char *err = NULL;
+  rocksdb_pinnableslice_t *ps =
+      rocksdb_get_pinned(d->db, ro, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN, &err);
+  rocksdb_readoptions_destroy(ro);
+  if (err) {
+    rocksdb_free(err);
+    return DV_EIO;
+  }
+  s->mdv_state = 0;
+  s->mdv_len = 0;
+  if (ps) {
+    size_t n;
+    const char *p = rocksdb_pinnableslice_value(ps, &n);
+    s->mdv_state = n <= sizeof s->mdv ? 1 : -1;
+    if (n <= sizeof s->mdv) memcpy(s->mdv, p, n), s->mdv_len = (uint8_t)n;
+    rocksdb_pinnableslice_destroy(ps);
+  }
+  return 0;
+}
+
 static int publish(rdb *d, int64_t version) {
   snap *s = dv_malloc(sizeof *s);
   if (!s) return DV_ENOMEM;
   s->version = version;
   s->s = rocksdb_create_snapshot(d->db);
+  if (snap_read_mdv(d, s)) s->mdv_state = -1; /* read it as any key, and fail then */
   s->time_ms = now_ms();
   atomic_init(&s->refs, 1);
   atomic_fetch_add(&d->nsnaps, 1);
@@ -432,6 +465,13 @@ static int vs_unreadable(const rtxn *t, const uint8_t *b, size_t bl, const uint8
 /* The stored value of k at the transaction's snapshot, copied into memory
  * the transaction owns. */
 static int snap_get(rtxn *t, const uint8_t *k, size_t kl, const uint8_t **v, size_t *vl, int *found) {
+  if (kl == KV_METADATA_VERSION_KEY_LEN && t->snap->mdv_state >= 0 &&
+      !memcmp(k, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN)) {
+    *found = t->snap->mdv_state;
+    *vl = t->snap->mdv_len;
+    *v = !*found ? NULL : *vl ? ws_dup(&t->w, t->snap->mdv, *vl) : (const uint8_t *)"";
+    return *found && !*v ? DV_ENOMEM : 0;
+  }
   char *err = NULL;
   rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(t->db->db, t->ro, (const char *)k, kl, &err);
   if (err) {

@@ -363,6 +363,51 @@ KV_CONTRACT(full_keyspace) {
   kv_close(db);
 }
 
+/* The metadata version reads as of the transaction's read version, like
+ * any key (the embedded backend keeps it with each published snapshot): a
+ * transaction that began before a bump still sees the old value, one after
+ * it the new stamp, and it survives a reopen. */
+KV_CONTRACT(metadata_version_snapshots) {
+  const char *dir = kvt_newdir(be->name);
+  kv_db *db = kvt_open_at(be, dir);
+  static const uint8_t zero14[14];
+  const uint8_t *v;
+  size_t vl;
+  int found;
+  kv_txn *old, *t;
+  ASSERT_OK(kv_txn_begin(db, &old));
+  ASSERT_OK(kv_get(old, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN, KV_SNAPSHOT, &v, &vl, &found));
+  ASSERT_EQ(found, 0);
+  uint8_t stamps[3][KV_STAMP_LEN];
+  for (int i = 0; i < 3; i++) {
+    ASSERT_OK(kv_txn_begin(db, &t));
+    ASSERT_OK(kv_set_versionstamped_value(t, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN, zero14, 14));
+    ASSERT_OK(kv_set(t, "mv/x", 4, "x", 1));
+    ASSERT_OK(kv_commit(t));
+    ASSERT_OK(kv_get_versionstamp(t, stamps[i]));
+    kv_txn_destroy(t);
+    /* a commit that does not bump it keeps it */
+    kvt_put_str(db, "mv/y", "y");
+    ASSERT_OK(kv_txn_begin(db, &t));
+    ASSERT_OK(kv_get(t, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN, 0, &v, &vl, &found));
+    ASSERT(found);
+    ASSERT_MEM_EQ(v, vl, stamps[i], KV_STAMP_LEN);
+    kv_txn_destroy(t);
+  }
+  /* the first transaction still reads at its own version */
+  ASSERT_OK(kv_get(old, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN, 0, &v, &vl, &found));
+  ASSERT_EQ(found, 0);
+  kv_txn_destroy(old);
+  kv_close(db);
+  db = kvt_open_at(be, dir);
+  ASSERT_OK(kv_txn_begin(db, &t));
+  ASSERT_OK(kv_get(t, KV_METADATA_VERSION_KEY, KV_METADATA_VERSION_KEY_LEN, 0, &v, &vl, &found));
+  ASSERT(found);
+  ASSERT_MEM_EQ(v, vl, stamps[2], KV_STAMP_LEN);
+  kv_txn_destroy(t);
+  kv_close(db);
+}
+
 /* ---- versionstamped writes are unreadable in their transaction ---------- */
 
 static void put_vs_key(kv_txn *t, const char *prefix, const char *suffix, const char *val) {

@@ -19,6 +19,7 @@
   KV_EACH_BACKEND(X, too_old, 20) \
   KV_EACH_BACKEND(X, errors_sticky, 20) \
   KV_EACH_BACKEND(X, full_keyspace, 20) \
+  KV_EACH_BACKEND(X, metadata_version_snapshots, 20) \
   KV_EACH_BACKEND(X, vs_unreadable, 20) \
   KV_EACH_BACKEND(X, vs_unreadable_model, 20) \
   KV_EACH_BACKEND(X, commit_versions, 20) \
