@@ -1561,10 +1561,16 @@ static void history_trim(rdb *d) {
  *
  * A dropped database is one range tombstone: its data stays in the table
  * files until a compaction drops it, so on a full disk deleting a database
- * freed nothing (issue 24). After a batch that wrote range tombstones, their
- * union is handed to one reclaim thread, which deletes the table files
- * wholly inside it and compacts the rest (kv__rocks_reclaim). Ranges that
- * arrive meanwhile are merged into the next round. */
+ * freed nothing (issue 24). After a batch that wrote range tombstones and
+ * held a commit that frees space (kv_set_frees_space: a database's
+ * deletion), their union is handed to one reclaim thread, which deletes
+ * the table files wholly inside it and compacts the rest
+ * (kv__rocks_reclaim). Ranges that arrive meanwhile are merged into the
+ * next round. Other large clears (the TxId buckets' cleanup, the
+ * _db_updates queue's consumer) are left to the normal compactions: a
+ * forced compaction of their range rewrote every table file that spans
+ * it — with the exploded layout, nearly all of them — and under PUTs of
+ * single documents it took more than half of all compaction CPU. */
 
 static void *reclaim_main(void *arg) {
   rdb *d = arg;
@@ -1755,7 +1761,7 @@ static void run_batch(rdb *d, rtxn *list) {
   seg_clear(d);
   int rc = 0;
   int64_t now = now_ms();
-  int low = space_low(d, now);
+  int low = space_low(d, now), frees = 0;
   for (rtxn *t = list; t; t = t->q_next) {
     t->result = 0;
     if (!t->has_writes) continue; /* read-only with watches */
@@ -1776,6 +1782,7 @@ static void run_batch(rdb *d, rtxn *list) {
         break;
       }
       order++;
+      frees |= t->base.frees_space;
     }
     t->result = r;
   }
@@ -1809,7 +1816,7 @@ static void run_batch(rdb *d, rtxn *list) {
         d->wb = fresh;
       }
     }
-    if (!rc) reclaim_later(d);
+    if (!rc && frees) reclaim_later(d);
     buf_reset(&d->drop_b);
     buf_reset(&d->drop_e);
     if (!rc) {
