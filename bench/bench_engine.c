@@ -1,7 +1,7 @@
 /* bench_engine.c — the engine's own limit for the exploded layout: the KVs
  * a _bulk_docs wrote, written again through kv.h directly.
  *
- *   build/<cc>/bench/bench_engine DATA DB [DOCS_PER_TXN]
+ *   build/<cc>/bench/bench_engine DATA DB [DOCS_PER_TXN] [--sorted]
  *   build/<cc>/bench/bench_engine            (make bench: a note, exit 0)
  *
  * bench/http/bench.js runs it after its `bulk1` workload (1,000-document
@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   int sorted = !strcmp(argv[argc - 1], "--sorted");
-  if (sorted) argc--;
+  if (sorted && --argc < 3) return 2;
   const char *data = argv[1], *dbname = argv[2];
   long per_txn = argc > 3 ? atol(argv[3]) : 1000;
   if (per_txn < 1) per_txn = 1000;
