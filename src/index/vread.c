@@ -27,6 +27,7 @@
 #include "index/collate.h"
 #include "index/view_int.h"
 #include "util/alloc.h"
+#include "util/buf.h"
 
 #define BATCH 200       /* map rows per transaction */
 #define GROUPS 64       /* reduce groups per transaction */
@@ -73,11 +74,7 @@ static int range_bounds(const dv_buf *rows, const vw_slot *sl, const vw_range *r
   return rc;
 }
 
-static int before(const dv_buf *a, const dv_buf *b) {
-  size_t n = a->len < b->len ? a->len : b->len;
-  int c = memcmp(a->p, b->p, n);
-  return c < 0 || (!c && a->len < b->len);
-}
+static int before(const dv_buf *a, const dv_buf *b) { return dv_bytes_cmp(a->p, a->len, b->p, b->len) < 0; }
 
 /* The rows prefix of a slot (no transaction needed: the prefix of the
  * database is the handle's). */

@@ -5,6 +5,7 @@
 
 #include "kv/kv_int.h"
 #include "util/alloc.h"
+#include "util/buf.h"
 #include "util/err.h"
 
 struct ws_chunk {
@@ -40,12 +41,7 @@ uint8_t *ws_dup(ws *w, const void *p, size_t n) {
   return q;
 }
 
-int ws_keycmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
-  size_t n = al < bl ? al : bl;
-  int c = n ? memcmp(a, b, n) : 0;
-  if (c) return c;
-  return al < bl ? -1 : al > bl;
-}
+int ws_keycmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) { return dv_bytes_cmp(a, al, b, bl); }
 
 static ws_node *node_new(ws *w, int height) {
   ws_node *n = arena_alloc(w, sizeof *n + (size_t)height * sizeof(ws_node *));

@@ -24,6 +24,7 @@
 #include "store/body.h"
 #include "tuple/tuple.h"
 #include "util/alloc.h"
+#include "util/buf.h"
 
 #define STR_OVERHEAD 2 /* 02 ... 00 */
 #define NUM_OVERHEAD 6 /* 05 15 03 02 ... 00 00 */
@@ -673,10 +674,7 @@ static void md5_varint(dv_md5 *m, uint64_t v) {
 }
 
 static int key_cmp(const json_member *x, const json_member *y) {
-  size_t n = x->klen < y->klen ? x->klen : y->klen;
-  int c = n ? memcmp(x->key, y->key, n) : 0;
-  if (c) return c;
-  return (x->klen > y->klen) - (x->klen < y->klen);
+  return dv_bytes_cmp(x->key, x->klen, y->key, y->klen);
 }
 
 static int key_cmp_q(const void *x, const void *y) {

@@ -45,6 +45,7 @@
 #include "store/store_int.h"
 #include "util/alloc.h"
 #include "util/b64.h"
+#include "util/buf.h"
 #include "util/md5.h"
 #include "util/stats.h"
 
@@ -841,9 +842,7 @@ struct up_arg {
 };
 
 static int id_cmp(const store_edit *a, const store_edit *b) {
-  size_t n = a->id_len < b->id_len ? a->id_len : b->id_len;
-  int c = memcmp(a->id, b->id, n);
-  return c ? c : (a->id_len > b->id_len) - (a->id_len < b->id_len);
+  return dv_bytes_cmp(a->id, a->id_len, b->id, b->id_len);
 }
 
 /* The group's creates (no parent) in one range read instead of one each:

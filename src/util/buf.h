@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct dv_buf {
   uint8_t *p;  /* bytes; NULL until the first append */
@@ -36,6 +37,14 @@ uint8_t *buf_extend(dv_buf *b, size_t n);
 int buf_error(const dv_buf *b);
 /* Hand the bytes to the caller (who frees them with dv_free); b is emptied. */
 uint8_t *buf_detach(dv_buf *b, size_t *out_len);
+
+/* Byte strings in key order: the common length by memcmp, then the
+ * shorter first. <0, 0 or >0. */
+static inline int dv_bytes_cmp(const void *a, size_t al, const void *b, size_t bl) {
+  size_t n = al < bl ? al : bl;
+  int c = n ? memcmp(a, b, n) : 0;
+  return c ? c : (al > bl) - (al < bl);
+}
 
 static inline void buf_putc_fast(dv_buf *b, uint8_t c) {
   if (b->len < b->cap) { b->p[b->len++] = c; b->p[b->len] = 0; }
