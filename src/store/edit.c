@@ -845,6 +845,9 @@ static int id_cmp(const store_edit *a, const store_edit *b) {
   return dv_bytes_cmp(a->id, a->id_len, b->id, b->id_len);
 }
 
+/* An edit of the group that creates (no parent) and is not settled yet. */
+static int is_create(const ed *d) { return !d->refused && !d->e->parent.pos; }
+
 /* The group's creates (no parent) in one range read instead of one each:
  * when no document has an id in [min, max] of theirs, none of them exists,
  * and each skips read_winner — a seek of every sorted run of the engine,
@@ -861,7 +864,7 @@ static int creates_absent(kv_txn *txn, const st_dbx *x, ed *eds, size_t from, si
   for (size_t i = from; i < to; i++) {
     const store_edit *e = eds[i].e;
     eds[i].absent = 0;
-    if (eds[i].refused || e->parent.pos) continue;
+    if (!is_create(&eds[i])) continue;
     if (!lo || id_cmp(e, lo) < 0) lo = e;
     if (!hi || id_cmp(e, hi) > 0) hi = e;
     n++;
@@ -880,7 +883,7 @@ static int creates_absent(kv_txn *txn, const st_dbx *x, ed *eds, size_t from, si
   if (!rc) rc = kv_get_range(txn, b.p, b.len, e.p, e.len, 1, KV_SNAPSHOT, &pairs, &got, &more);
   if (!rc) st_count_read((size_t)got);
   if (!rc && !got) rc = kv_add_conflict_range(txn, b.p, b.len, e.p, e.len, KV_CONFLICT_READ);
-  for (size_t i = from; !rc && !got && i < to; i++) eds[i].absent = !eds[i].refused && !eds[i].e->parent.pos;
+  for (size_t i = from; !rc && !got && i < to; i++) eds[i].absent = is_create(&eds[i]);
   buf_free(&b);
   buf_free(&e);
   return rc;
