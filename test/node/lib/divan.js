@@ -89,6 +89,14 @@ function startDivan(opts = {}) {
         url, base, admin, port: Number(m[2]), pid: proc.pid, dataDir, proc,
         stdout: () => out,
         log: () => log,
+        // The log is written by its own thread, on stderr, a pipe apart
+        // from the "listening" line on stdout: a line logged before that
+        // one can still arrive after it. True once the log matches re,
+        // false after `ms`.
+        logSays: async (re, ms = 3000) => {
+          for (const end = Date.now() + ms; !re.test(log) && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+          return re.test(log);
+        },
         // A clean stop exits 0; anything else (a sanitizer report at exit,
         // a crash) fails the caller with the server's stderr.
         stop: () => halt('SIGTERM').then((code) => {
