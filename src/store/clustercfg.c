@@ -108,6 +108,7 @@ struct store_cfg {
   pthread_cond_t cv;
   int stop;           /* detach asked */
   int fired;          /* the watch fired since the last read */
+  int renew_ms;       /* the watch is renewed this often without a fire */
   long reloads;
   rowset rows;        /* the last rows read (the watcher's, after attach) */
   kv_watch *w;        /* the watch the last read added, or NULL */
@@ -329,15 +330,26 @@ static void *watch_main(void *arg) {
   for (;;) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += rc ? 1 : WATCH_RENEW_S;
+    pthread_mutex_lock(&x->mu);
+    int renew_ms = rc ? 1000 : x->renew_ms;
+    pthread_mutex_unlock(&x->mu);
+    until.tv_sec += renew_ms / 1000;
+    until.tv_nsec += (long)(renew_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
     pthread_mutex_lock(&x->mu);
     while (!x->stop && !x->fired && pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0) {
     }
-    x->fired = 0;
     int stop = x->stop;
     pthread_mutex_unlock(&x->mu);
-    kv_watch_free(x->w); /* fired, or renewed now */
+    /* Fired, or renewed now. Freeing a watch that has not fired cancels
+     * it, and its callback runs then (DV_ECANCELLED): so "fired" is
+     * cleared after, or every renewal would find it set and the loop
+     * would reload without a pause, a core's worth, for good. */
+    kv_watch_free(x->w);
     x->w = NULL;
+    pthread_mutex_lock(&x->mu);
+    x->fired = 0;
+    pthread_mutex_unlock(&x->mu);
     if (stop) break;
     rc = reload(x);
     if (rc) log_warning("config: cannot read the cluster-wide settings: %s; trying again", dv_strerror(rc));
@@ -350,7 +362,7 @@ static void *watch_main(void *arg) {
 int store_cfg_attach(store *s, dv_config *c, void (*changed)(void *arg), void *arg, store_cfg **out) {
   store_cfg *x = dv_calloc(1, sizeof *x);
   if (!x) return DV_ENOMEM;
-  *x = (store_cfg){.s = s, .c = c, .changed = changed, .arg = arg};
+  *x = (store_cfg){.s = s, .c = c, .changed = changed, .arg = arg, .renew_ms = WATCH_RENEW_S * 1000};
   arena_init(&x->rows.a, 4096);
   pthread_mutex_init(&x->mu, NULL);
   pthread_cond_init(&x->cv, NULL);
@@ -401,6 +413,14 @@ void store_cfg_detach(store_cfg *x) {
   pthread_cond_destroy(&x->cv);
   pthread_mutex_destroy(&x->mu);
   dv_free(x);
+}
+
+void store_cfg_set_renew_ms(store_cfg *x, int ms) {
+  pthread_mutex_lock(&x->mu);
+  x->renew_ms = ms > 0 ? ms : WATCH_RENEW_S * 1000;
+  x->fired = 1; /* renew now: the next wait has the new length */
+  pthread_cond_signal(&x->cv);
+  pthread_mutex_unlock(&x->mu);
 }
 
 long store_cfg_reloads(store_cfg *x) {

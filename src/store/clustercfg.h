@@ -43,6 +43,10 @@ int store_cfg_attach(store *s, dv_config *c, void (*changed)(void *arg), void *a
  * NULL is fine. Before store_close and config_free. */
 void store_cfg_detach(store_cfg *x);
 
+/* Renew the watch every ms without a fire (default 30 s; <= 0 the
+ * default), starting with a renewal now (tests). */
+void store_cfg_set_renew_ms(store_cfg *x, int ms);
+
 /* How many times the watching thread has reloaded the rows (tests). */
 long store_cfg_reloads(store_cfg *x);
 

@@ -42,4 +42,5 @@
   X(users_alloc_fail, 60) \
   X(cluster_config_two_stores, 60) \
   X(cluster_config_embedded, 30) \
-  X(cluster_config_no_writes, 30)
+  X(cluster_config_no_writes, 30) \
+  X(cluster_config_renewal, 30)
