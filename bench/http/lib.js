@@ -90,6 +90,16 @@ async function startDivan(tmp, { name = 'divan', env: more = {} } = {}) {
   const env = Object.assign({}, process.env, more, { DIVAN_ADMIN: `${ADMIN.name}:${ADMIN.password}` });
   const proc = spawn(bin, ['serve', '--data', dir, '--bind', '127.0.0.1', '--port', '0', ...(process.env.DIVAN_ARGS ? process.env.DIVAN_ARGS.split(' ') : [])], { stdio: ['ignore', 'pipe', 'pipe'], env });
   const stderr = tail(proc.stderr);
+  // what [divan] memory_limit leaves the store, from its first log lines
+  // (bench_engine's store plans with the same)
+  let storeMiB = null, head = '';
+  const said = (d) => {
+    head += d;
+    const m = /memory_limit \d+M: \d+M taken at start, (\d+)M for the store/.exec(head);
+    if (m) storeMiB = Number(m[1]);
+    if (m || head.length > 65536) proc.stderr.off('data', said), head = '';
+  };
+  proc.stderr.on('data', said);
   let out = '';
   const base = await new Promise((res, rej) => {
     const t = setTimeout(() => rej(new Error('divan did not start: ' + out + stderr())), 15000);
@@ -102,7 +112,7 @@ async function startDivan(tmp, { name = 'divan', env: more = {} } = {}) {
   });
   proc.stdout.resume();
   const url = base.replace('http://', `http://${ADMIN.name}:${ADMIN.password}@`);
-  return { name, url, base, proc, pid: proc.pid, stderr };
+  return { name, url, base, proc, pid: proc.pid, stderr, storeMiB: () => storeMiB };
 }
 
 // pouchdb-server 4.2.0 (test/node/node_modules, LevelDB in TMP/pouchdb) on
