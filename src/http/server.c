@@ -75,6 +75,7 @@
 #include "http/http_int.h"
 #include "http/hwire.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -855,10 +856,7 @@ static void *reaper_main(void *arg) {
   unsigned tick = 0;
   pthread_mutex_lock(&s->mu);
   while (!s->stopping) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += REAP_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    struct timespec ts = dv_deadline_ms(CLOCK_REALTIME, REAP_MS);
     pthread_cond_timedwait(&s->cv, &s->mu, &ts);
     if (s->stopping) break;
     int64_t now = hnow_ms();

@@ -56,6 +56,7 @@
 extern "C" {
 #include "index/js.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/err.h"
 #include "util/log.h"
 }
@@ -556,14 +557,7 @@ extern "C" int js_prompt(js_ctx *c, const char *line, size_t len, unsigned timeo
   int was_dead = c->dead;
   pthread_mutex_unlock(&c->mu);
   if (was_dead) return JS_DEAD_ERROR; // a task's prompt killed it: it answers no more
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  dl.tv_sec += timeout_ms / 1000;
-  dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (dl.tv_nsec >= 1000000000L) {
-    dl.tv_sec++;
-    dl.tv_nsec -= 1000000000L;
-  }
+  struct timespec dl = dv_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
   pthread_mutex_lock(&c->mu);
   c->in.assign(line, len);
   c->has_in = 1;

@@ -73,6 +73,7 @@
 #include "kv/wset.h"
 #include "util/alloc.h"
 #include "util/buf.h"
+#include "util/deadline.h"
 #include "util/log.h"
 #include "util/stats.h"
 
@@ -1880,10 +1881,7 @@ static void *committer_main(void *arg) {
         continue;
       }
       /* stopped by a failed write: look again for free space now and then */
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += RESUME_EVERY_MS * 1000000L;
-      while (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      struct timespec ts = dv_deadline_ms(CLOCK_REALTIME, RESUME_EVERY_MS);
       pthread_cond_timedwait(&d->q_cv, &d->q_mu, &ts);
       break;
     }

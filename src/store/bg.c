@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "store/store_int.h"
+#include "util/deadline.h"
 
 static void *bg_main(void *arg) {
   store *s = arg;
@@ -26,10 +27,7 @@ static void *bg_main(void *arg) {
     pthread_mutex_lock(&s->bg_mu);
     if (s->bg_stop) break;
     if (n > 0) continue; /* more may be waiting */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 100 * 1000000;
-    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    struct timespec ts = dv_deadline_ms(CLOCK_REALTIME, 100);
     pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &ts);
   }
   pthread_mutex_unlock(&s->bg_mu);

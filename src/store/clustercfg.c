@@ -46,6 +46,7 @@
 #include "store/store_int.h"
 #include "util/alloc.h"
 #include "util/arena.h"
+#include "util/deadline.h"
 #include "util/log.h"
 
 #define WATCH_RENEW_S 30
@@ -328,15 +329,8 @@ static void *watch_main(void *arg) {
   store_cfg *x = arg;
   int rc = 0; /* of the last reload: attach's first */
   for (;;) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
     pthread_mutex_lock(&x->mu);
-    int renew_ms = rc ? 1000 : x->renew_ms;
-    pthread_mutex_unlock(&x->mu);
-    until.tv_sec += renew_ms / 1000;
-    until.tv_nsec += (long)(renew_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-    pthread_mutex_lock(&x->mu);
+    struct timespec until = dv_deadline_ms(CLOCK_REALTIME, rc ? 1000 : x->renew_ms);
     while (!x->stop && !x->fired && pthread_cond_timedwait(&x->cv, &x->mu, &until) == 0) {
     }
     int stop = x->stop;

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/deadline.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -315,10 +316,7 @@ static void *writer_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&flush_mu);
   while (!w_stop) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_nsec += LOG_FLUSH_MS * 1000000L;
-    if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+    struct timespec t = dv_deadline_ms(CLOCK_MONOTONIC, LOG_FLUSH_MS);
     pthread_cond_timedwait(&flush_cv, &flush_mu, &t);
     drain();
   }
