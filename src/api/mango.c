@@ -32,6 +32,7 @@
 #include "index/mqidx.h"
 #include "index/mquery.h"
 #include "util/alloc.h"
+#include "util/thread.h"
 
 /* ---- writing a design document ------------------------------------------------- */
 
@@ -488,6 +489,7 @@ static struct {
 } P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0};
 
 static void *producer(void *arg) {
+  dv_thread_name("dv-mango-feed");
   (void)arg;
   for (;;) {
     pthread_mutex_lock(&P.mu);

@@ -78,6 +78,7 @@
 #include "util/deadline.h"
 #include "util/log.h"
 #include "util/stats.h"
+#include "util/thread.h"
 
 #define REAP_MS 50        /* reaper tick: timers and left clients */
 #define HREQ_ARENA_CHUNK 1024 /* a request's first arena chunk (later ones grow): small, as a feed keeps it */
@@ -852,6 +853,7 @@ static void conns_tick(hsrv *s, int64_t now) {
 
 /* Timers and clients that left, for suspended feeds; head deadlines. */
 static void *reaper_main(void *arg) {
+  dv_thread_name("dv-http-reaper");
   hsrv *s = arg;
   unsigned tick = 0;
   pthread_mutex_lock(&s->mu);
@@ -959,6 +961,7 @@ void hdefer_done(hreq *r) {
 /* ---- hres_offload: blocking work off the pool threads ------------------------------- */
 
 static void *off_main(void *arg) {
+  dv_thread_name("dv-http-off");
   hsrv *s = arg;
   pthread_mutex_lock(&s->omu);
   for (;;) {

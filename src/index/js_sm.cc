@@ -59,6 +59,7 @@ extern "C" {
 #include "util/deadline.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/thread.h"
 }
 
 // The prelude, linked in from its own file (js_prelude.js), NUL-terminated.
@@ -133,6 +134,7 @@ static struct {
 } W = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, nullptr, 0, {0}, {0}};
 
 static void *watch_main(void *) {
+  dv_thread_name("dv-js-watch");
   pthread_mutex_lock(&W.mu);
   uint64_t seen = W.calls.load();
   for (;;) {
@@ -383,6 +385,7 @@ static int handle(js_ctx *c, JS::HandleObject global, const std::string &line, s
 }
 
 static void *ctx_main(void *arg) {
+  dv_thread_name("dv-js");
   js_ctx *c = static_cast<js_ctx *>(arg);
   JSContext *cx = nullptr;
   {

@@ -68,6 +68,7 @@
 #include "index/mango_int.h"
 #include "util/alloc.h"
 #include "util/md5.h"
+#include "util/thread.h"
 
 #define BUILD_BATCH 250      /* changes rows per build transaction */
 #define BUILD_BATCH_MS 2000  /* and at most this long */
@@ -1006,6 +1007,7 @@ static int list_cb(void *arg, const char *name, size_t len) {
 }
 
 static void *builder(void *arg) {
+  dv_thread_name("dv-mango-build");
   (void)arg;
   store_range r;
   store_range_init(&r);

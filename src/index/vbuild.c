@@ -31,6 +31,7 @@
 #include "index/view_int.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 #define STEP_DOCS 500         /* changes rows per step */
 #define STEP_MS 1000          /* and at most this long mapping */
@@ -850,6 +851,7 @@ static int job_step(vw_job *j) {
 }
 
 static void *builder_main(void *arg) {
+  dv_thread_name("dv-view-build");
   (void)arg;
   pthread_mutex_lock(&VB.mu);
   while (!VB.stop) {

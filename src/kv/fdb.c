@@ -48,6 +48,7 @@
 #include "kv/kv_int.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 #define DEFAULT_LIBRARY "libfdb_c.so"
 
@@ -70,6 +71,7 @@ static pthread_mutex_t g_watch_mu = PTHREAD_MUTEX_INITIALIZER; /* guards watch l
 #define F (&g_api)
 
 static void *net_main(void *arg) {
+  dv_thread_name("dv-fdb-net");
   fdb_error_t e = F->fdb_run_network();
   if (e) log_critical("fdb network thread ended: %s (%d)", F->fdb_get_error(e), e);
   return NULL;

@@ -76,6 +76,7 @@
 #include "util/deadline.h"
 #include "util/log.h"
 #include "util/stats.h"
+#include "util/thread.h"
 
 #define VERSION_KEY "\xff\xff/version"
 #define VERSION_KEY_LEN 10
@@ -1574,6 +1575,7 @@ static void history_trim(rdb *d) {
  * single documents it took more than half of all compaction CPU. */
 
 static void *reclaim_main(void *arg) {
+  dv_thread_name("dv-reclaim");
   rdb *d = arg;
   dv_buf b, e;
   buf_init(&b);
@@ -1872,6 +1874,7 @@ static rtxn *take_batch(rdb *d) {
 }
 
 static void *committer_main(void *arg) {
+  dv_thread_name("dv-commit");
   rdb *d = arg;
   for (;;) {
     pthread_mutex_lock(&d->q_mu);

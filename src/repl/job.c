@@ -46,6 +46,7 @@
 #include "util/multipart.h"
 #include "repl/repl_int.h"
 #include "util/alloc.h"
+#include "util/thread.h"
 
 #define JOB_HEARTBEAT_MS 10000
 #define JOB_HISTORY_MAX 50
@@ -807,6 +808,7 @@ out:
 }
 
 static void *worker_main(void *arg) {
+  dv_thread_name("dv-repl-work");
   worker *w = arg;
   worker_slice(w);
   return NULL;

@@ -35,6 +35,7 @@
 #include "util/alloc.h"
 #include "util/md5.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 #define NODE "divan@127.0.0.1"
 #define LISTEN_WAIT_S 5
@@ -288,6 +289,7 @@ static void lease_renew_due(repl_mgr *m) {
 }
 
 static void *job_thread(void *arg) {
+  dv_thread_name("dv-repl-job");
   rjob *j = arg;
   repl_mgr *m = j->m;
   for (;;) {
@@ -756,6 +758,7 @@ static int admin_ep(repl_mgr *m, dv_arena *a, repl_ep *e, int strict_local) {
 }
 
 static void *listener_main(void *arg) {
+  dv_thread_name("dv-repl-listen");
   repl_mgr *m = arg;
   listener l = {.m = m};
   dv_arena a;

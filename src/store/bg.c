@@ -13,8 +13,10 @@
 
 #include "store/store_int.h"
 #include "util/deadline.h"
+#include "util/thread.h"
 
 static void *bg_main(void *arg) {
+  dv_thread_name("dv-store-bg");
   store *s = arg;
   pthread_mutex_lock(&s->bg_mu);
   while (!s->bg_stop) {

@@ -48,6 +48,7 @@
 #include "util/arena.h"
 #include "util/deadline.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 #define WATCH_RENEW_S 30
 
@@ -326,6 +327,7 @@ static int reload(store_cfg *x) {
 }
 
 static void *watch_main(void *arg) {
+  dv_thread_name("dv-cfg-watch");
   store_cfg *x = arg;
   int rc = 0; /* of the last reload: attach's first */
   for (;;) {

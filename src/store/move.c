@@ -31,6 +31,7 @@
 
 #include "store/dump.h"
 #include "util/alloc.h"
+#include "util/thread.h"
 
 /* ---- the pipe -------------------------------------------------------------------- */
 
@@ -193,6 +194,7 @@ struct store_pipe_job {
 };
 
 static void *job_main(void *arg) {
+  dv_thread_name("dv-move");
   store_pipe_job *j = arg;
   if (j->load) {
     j->rc = store_load(j->s, j->name, NULL, dump_pipe_read, j->p, &j->st, &j->why);

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "store/store_int.h"
+#include "util/thread.h"
 
 static int64_t mono_us(void) {
   struct timespec ts;
@@ -55,6 +56,7 @@ static st_task *take_due(store *s, int64_t now, int64_t *wait_until) {
 }
 
 static void *work_main(void *arg) {
+  dv_thread_name("dv-store-work");
   store *s = arg;
   pthread_mutex_lock(&s->work_mu);
   while (!s->work_stop) {

@@ -31,6 +31,7 @@
 #include "util/deadline.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 int log__level = DV_LOG_INFO;
 
@@ -313,6 +314,7 @@ static void drain(void) {
 }
 
 static void *writer_main(void *arg) {
+  dv_thread_name("dv-log");
   (void)arg;
   pthread_mutex_lock(&flush_mu);
   while (!w_stop) {

@@ -284,6 +284,19 @@ test('a fatal signal leaves its stack in the log (a sanitizer build: the sanitiz
   }
 });
 
+test('divan\'s threads are named, as top -H, ps -L, perf and gdb show them', async () => {
+  await req('PUT', U + '/named', {});
+  await req('PUT', U + '/named/d', { a: 1 }, J);
+  const names = fs.readdirSync(`/proc/${srv.pid}/task`).map((t) => {
+    try { return fs.readFileSync(`/proc/${srv.pid}/task/${t}/comm`, 'utf8').trim(); } catch { return null; } // ended meanwhile
+  }).filter((x) => x !== null);
+  ok(names.includes('dv-commit') || names.includes('dv-fdb-net'), names.join(' ')); // the committer, or FDB's network thread
+  for (const n of ['dv-log', 'dv-store-bg', 'dv-cfg-watch', 'dv-http-reaper', 'dv-repl-listen'])
+    ok(names.includes(n), `${n} not among ${names.join(' ')}`);
+  ok(names.every((n) => n.length <= 15));
+  await req('DELETE', U + '/named');
+});
+
 test('stop', async () => { await srv.stop(); });
 
 run();
