@@ -7,13 +7,20 @@
  *
  * Started by store_open when store_opts.background is set, stopped by
  * store_close before the handle cache is freed. It sleeps 100 ms between
- * rounds that found nothing to consume.
+ * rounds that found nothing to consume, and BG_PACE_MS after one that
+ * consumed: every consumption is a transaction of its own, so back to back
+ * it ran once per group commit under a write load (~400 a second), each
+ * paying its read of the queue, its commit and a wake of every _db_updates
+ * follower; paced, one round takes what ~20 group commits queued. A
+ * _db_updates row comes at most that much later.
  */
 #include <time.h>
 
 #include "store/store_int.h"
 #include "util/deadline.h"
 #include "util/thread.h"
+
+#define BG_PACE_MS 50
 
 static void *bg_main(void *arg) {
   dv_thread_name("dv-store-bg");
@@ -28,8 +35,7 @@ static void *bg_main(void *arg) {
     }
     pthread_mutex_lock(&s->bg_mu);
     if (s->bg_stop) break;
-    if (n > 0) continue; /* more may be waiting */
-    struct timespec ts = dv_deadline_ms(CLOCK_REALTIME, 100);
+    struct timespec ts = dv_deadline_ms(CLOCK_REALTIME, n > 0 ? BG_PACE_MS : 100);
     pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &ts);
   }
   pthread_mutex_unlock(&s->bg_mu);
