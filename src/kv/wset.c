@@ -55,6 +55,7 @@ static int make_head(ws *w) {
   w->head = node_new(w, WS_MAX_HEIGHT);
   w->level = 1;
   w->count = 0;
+  w->last = NULL;
   return w->head ? 0 : DV_ENOMEM;
 }
 
@@ -129,11 +130,34 @@ ws_node *ws_find_le(const ws *w, const uint8_t *k, size_t kl) {
 }
 
 /* The node for key k, created if missing with the state the key had: a
- * key inside a cleared region starts CLEAR and bounds the rest of it. */
+ * key inside a cleared region starts CLEAR and bounds the rest of it.
+ *
+ * A finger on the last insert: a key that falls right after it, with no
+ * node in between, is linked there without a search — at each level its
+ * predecessor is the last node itself where that is tall enough, else
+ * the last node's own predecessor there (nothing was inserted since). A
+ * _bulk_docs transaction writes each document's body, revision and
+ * changes keys in three ascending runs, so most of its ~15 keys a
+ * document take this path; the search from the head compared ~2 log2(n)
+ * keys sharing a long prefix and was 60 % of the request thread's time in
+ * a 1,000-document _bulk_docs (perf). ws_clear_range unlinks nodes, so
+ * it drops the finger. */
 static ws_node *get_or_insert(ws *w, const uint8_t *k, size_t kl) {
   ws_node *upd[WS_MAX_HEIGHT];
-  ws_node *n = search(w, k, kl, upd);
+  ws_node *n, *l = w->last;
+  int c;
+  if (l && (c = ws_keycmp(l->key, l->klen, k, kl)) <= 0) {
+    if (c == 0) return l;
+    n = l->next[0];
+    if (!n || (c = ws_keycmp(n->key, n->klen, k, kl)) > 0) {
+      for (int i = 0; i < w->level; i++) upd[i] = i < l->height ? l : w->fing[i];
+      goto insert;
+    }
+    if (c == 0) return n;
+  }
+  n = search(w, k, kl, upd);
   if (n && ws_keycmp(n->key, n->klen, k, kl) == 0) return n;
+insert:;
   int h = random_height(w);
   n = node_new(w, h);
   if (!n) return NULL;
@@ -154,6 +178,8 @@ static ws_node *get_or_insert(ws *w, const uint8_t *k, size_t kl) {
     upd[i]->next[i] = n;
   }
   w->count++;
+  w->last = n;
+  memcpy(w->fing, upd, (size_t)w->level * sizeof *upd);
   return n;
 }
 
@@ -201,6 +227,7 @@ int ws_clear_range(ws *w, const uint8_t *b, size_t bl, const uint8_t *e, size_t 
   bn->cleared_after = 1;
   /* Unlink every node strictly between bn and en, level by level: at each
    * level, the last node <= b links straight to the first node >= e. */
+  w->last = NULL;
   ws_node *x = w->head;
   for (int i = w->level - 1; i >= 0; i--) {
     while (x->next[i] && ws_keycmp(x->next[i]->key, x->next[i]->klen, b, bl) <= 0) x = x->next[i];

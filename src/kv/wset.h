@@ -72,6 +72,8 @@ typedef struct ws {
   uint8_t *cur;           /* free space in the newest chunk */
   size_t avail;           /* bytes left there */
   size_t arena_bytes;     /* total arena bytes allocated */
+  ws_node *last;          /* the node inserted last, or NULL (see get_or_insert) */
+  ws_node *fing[WS_MAX_HEIGHT]; /* its predecessors when inserted, per level */
 } ws;
 
 int ws_init(ws *w);       /* 0 or DV_ENOMEM */

@@ -44,4 +44,5 @@
   X(kv_fdb_retry_limit, 20) \
   X(kv_fdb_fault_classes, 30) \
   X(kv_history_budget, 60) \
-  X(kv_history_trim, 20)
+  X(kv_history_trim, 20) \
+  X(kv_wset_model, 60)
