@@ -214,6 +214,6 @@ int api_app(api_srv *s, http_app *out) {
   cr_random_hex(s->repl_token, 16);
   api_stats_config(s->config);
   *out = (http_app){.arg = s, .req_size = sizeof(struct hreq_app), .route = route, .identify = api_identify,
-                    .authorize = api_authorize, .done = done};
+                    .authorize = api_authorize, .answered = api_stats_answered, .done = done};
   return 0;
 }

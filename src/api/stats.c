@@ -25,12 +25,15 @@
  * built, the rows between its build cursor and its creation (later writes
  * are indexed by the write itself, so a built Mango index is 0).
  *
- * Counting a request (api_stats_request, from route.c's done): when it is
- * over (r->end: answered whole, or aborted — then its status, if it had
- * one yet), with its answer's status — CouchDB counts the method when the
- * request starts, so a request still running (a continuous feed) shows
- * here once it ends. A request rerouted by _rewrite passes done before its
- * end; it is counted once, at its end, from its start. The
+ * Counting a request, once, with its answer's status: a whole answer when
+ * it is queued (api_stats_answered, the http layer's answered hook), so a
+ * client that has read an answer finds it counted, whichever connection
+ * it asks on next; a feed or a stream when it is over (api_stats_request,
+ * from route.c's done: r->end, sent whole or aborted — then its status, if
+ * it had one yet). CouchDB counts the method when the request starts, so
+ * a request still running (a continuous feed) shows here once it ends. A
+ * request rerouted by _rewrite passes done before its end; it is counted
+ * once, at its answer or end, from its start. The
  * replicator's loopback requests (the scheduler's listener, replications
  * of local databases) are not HTTP clients and are not counted: CouchDB's
  * replicator reaches its own databases without HTTP. What they read and
@@ -71,18 +74,26 @@ static void status_init(void) {
     }
 }
 
-void api_stats_request(hreq *r) {
-  if (!r->end || !dv_stats_on()) return; /* !end: a reroute letting go of r->app; counted at its end */
+/* Counts r once, its time up to now_us. */
+static void count(hreq *r, int64_t now_us) {
+  if (r->app->counted || !dv_stats_on()) return;
   if (r->app->auth_via && !strcmp(r->app->auth_via, "replicator")) return; /* our own plumbing */
   static const dv_stat_id by_method[] = {[HM_GET] = DV_ST_M_GET,       [HM_HEAD] = DV_ST_M_HEAD,
                                          [HM_POST] = DV_ST_M_POST,     [HM_PUT] = DV_ST_M_PUT,
                                          [HM_DELETE] = DV_ST_M_DELETE, [HM_COPY] = DV_ST_M_COPY,
                                          [HM_OPTIONS] = DV_ST_M_OPTIONS};
+  r->app->counted = 1;
   pthread_once(&status_once, status_init);
   dv_stat_inc(DV_ST_HTTPD_REQUESTS);
   if (r->method >= HM_GET && r->method <= HM_OPTIONS) dv_stat_inc(by_method[r->method]);
   if (r->status > 0 && r->status < 600 && status_stat[r->status]) dv_stat_inc(status_stat[r->status] - 1);
-  dv_stat_hist(DV_SH_REQUEST_TIME, (double)(r->t_end_us - r->t_start_us) / 1000.0);
+  dv_stat_hist(DV_SH_REQUEST_TIME, (double)(now_us - r->t_start_us) / 1000.0);
+}
+
+void api_stats_answered(hreq *r) { count(r, hnow_us()); }
+
+void api_stats_request(hreq *r) {
+  if (r->end) count(r, r->t_end_us); /* !end: a reroute letting go of r->app; counted at its end */
 }
 
 void api_stats_config(dv_config *cfg) { dv_stats_set(cfg ? config_get_bool(cfg, "stats", "enabled", 1) : 1); }

@@ -403,6 +403,11 @@ typedef struct http_app {
   int (*identify)(hreq *r);
   /* May they use this route: 0, or -1 with the error written. */
   int (*authorize)(hreq *r, const http_route *rt);
+  /* A whole answer (not a feed or a stream) is about to be queued: its
+   * status is final, and the client may read it before done runs (its
+   * next request, on another connection, may even be served first).
+   * May be NULL. */
+  void (*answered)(hreq *r);
   /* The request is over: free what r->app holds. May be NULL. */
   void (*done)(hreq *r);
 } http_app;

@@ -322,6 +322,7 @@ static enum MHD_Result send_response(hreq *r) {
     return MHD_NO;
   }
   add_common_headers(r, res, r->ctype ? r->ctype : "application/json");
+  if (r->app && r->srv->app.answered) r->srv->app.answered(r);
   enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, res);
   MHD_destroy_response(res);
   return ok;
