@@ -97,7 +97,7 @@ struct hreq_app {
   void *pending;                  /* a write in flight: its handler's state (hres_defer_then) */
   api_write *write;               /* … and its api_update part */
   struct hatt_w *att_w;           /* the request's attachment state (docatt.c), freed at its end */
-  int counted;                    /* api_stats_request counted it when its answer was queued */
+  int counted;                    /* stats.c has weighed it: counted, or left out (paused, replicator) */
 };
 
 static inline api_srv *api_srv_of(hreq *r) { return (api_srv *)http_app_arg(r); }
@@ -234,10 +234,12 @@ void api_view_list(hreq *r, const json_val *vdoc, const char *view, size_t view_
                    const char *list_name, const json_val *body);
 
 /* stats.c: count r (its method, status and time) in util/stats.h's
- * metrics; from the app's done, once r is over (an r without a status yet,
- * released by a reroute, is not counted). */
-void api_stats_request(hreq *r);
+ * metrics, once: api_stats_answered from the app's answered hook, as a
+ * whole answer is queued; api_stats_request from the app's done, once r
+ * is over — a feed's or a stream's count (an r without a status yet,
+ * released by a reroute, is not counted there). */
 void api_stats_answered(hreq *r);
+void api_stats_request(hreq *r);
 /* [stats] enabled (default true): pause or resume counting (util/stats.h's
  * dv_stats_set), at the start and whenever /_config changes it. */
 void api_stats_config(dv_config *cfg);

@@ -74,15 +74,17 @@ static void status_init(void) {
     }
 }
 
-/* Counts r once, its time up to now_us. */
+/* Counts r, its time up to now_us, unless it was weighed before: whether
+ * it counts is decided once, at its answer (or a feed's or stream's end). */
 static void count(hreq *r, int64_t now_us) {
-  if (r->app->counted || !dv_stats_on()) return;
+  if (r->app->counted) return;
+  r->app->counted = 1;
+  if (!dv_stats_on()) return;
   if (r->app->auth_via && !strcmp(r->app->auth_via, "replicator")) return; /* our own plumbing */
   static const dv_stat_id by_method[] = {[HM_GET] = DV_ST_M_GET,       [HM_HEAD] = DV_ST_M_HEAD,
                                          [HM_POST] = DV_ST_M_POST,     [HM_PUT] = DV_ST_M_PUT,
                                          [HM_DELETE] = DV_ST_M_DELETE, [HM_COPY] = DV_ST_M_COPY,
                                          [HM_OPTIONS] = DV_ST_M_OPTIONS};
-  r->app->counted = 1;
   pthread_once(&status_once, status_init);
   dv_stat_inc(DV_ST_HTTPD_REQUESTS);
   if (r->method >= HM_GET && r->method <= HM_OPTIONS) dv_stat_inc(by_method[r->method]);
